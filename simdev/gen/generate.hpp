@@ -1,0 +1,36 @@
+// `simdev gen`: writes calbins. Functional presets carry seeded weights and a golden set
+// computed by the independent FP32 reference (reference_model.hpp); timing-only presets
+// carry op lists and declared sizes but no weight files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "calbin/manifest.hpp"
+
+namespace simdev::gen {
+
+struct GenOptions {
+  std::string preset = "tiny";
+  std::filesystem::path out_dir;
+  uint64_t seed = 1;
+  bool with_golden = true;  // functional presets only
+  bool long_cases = true;   // include prompts of 4095, 4096, 4097 and near the context limit
+  bool force = false;       // replace out_dir if it exists
+};
+
+struct PresetInfo {
+  std::string name;
+  std::string description;
+  bool functional = false;
+};
+
+std::vector<PresetInfo> presets();
+
+// Writes a complete calbin directory. The directory appears only when complete: it is
+// built under a temporary name next to out_dir and renamed into place.
+calbin::Result<calbin::Manifest> generate(const GenOptions& options);
+
+}  // namespace simdev::gen
