@@ -92,31 +92,31 @@ typedef enum CalrtCode {
   CALRT_OK = 0,
 
   /* Request class (0x1xx). */
-  CALRT_INVALID_ARGUMENT = 0x101,  /* a field has a value the call cannot accept */
-  CALRT_INVALID_HANDLE = 0x102,    /* a handle was released or never issued */
-  CALRT_NOT_FOUND = 0x103,         /* no model/tensor/CSR with that exact name or index */
-  CALRT_OUT_OF_RANGE = 0x104,      /* sequence length or position beyond the capacity */
-  CALRT_KV_EXHAUSTED = 0x105,      /* the KV reservation has no room for the request */
-  CALRT_BUSY = 0x106,              /* the buffer is mapped, or owned by an in-flight job */
-  CALRT_WRONG_STATE = 0x107,       /* the call is not allowed in the object's state */
-  CALRT_CANCELLED = 0x108,         /* the job was cancelled before it completed */
-  CALRT_STRUCT_TOO_SMALL = 0x109,  /* struct_size is smaller than this ABI version's */
-  CALRT_UNIMPLEMENTED = 0x10A,     /* the runtime does not provide this call */
+  CALRT_INVALID_ARGUMENT = 0x101, /* a field has a value the call cannot accept */
+  CALRT_INVALID_HANDLE = 0x102,   /* a handle was released or never issued */
+  CALRT_NOT_FOUND = 0x103,        /* no model/tensor/CSR with that exact name or index */
+  CALRT_OUT_OF_RANGE = 0x104,     /* sequence length or position beyond the capacity */
+  CALRT_KV_EXHAUSTED = 0x105,     /* the KV reservation has no room for the request */
+  CALRT_BUSY = 0x106,             /* the buffer is mapped, or owned by an in-flight job */
+  CALRT_WRONG_STATE = 0x107,      /* the call is not allowed in the object's state */
+  CALRT_CANCELLED = 0x108,        /* the job was cancelled before it completed */
+  CALRT_STRUCT_TOO_SMALL = 0x109, /* struct_size is smaller than this ABI version's */
+  CALRT_UNIMPLEMENTED = 0x10A,    /* the runtime does not provide this call */
 
   /* Model class (0x2xx). */
-  CALRT_CALBIN_INVALID = 0x201,     /* the calbin is missing, malformed or fails a hash */
-  CALRT_CALBIN_MISMATCH = 0x202,    /* the calbin does not fit this device or runtime */
-  CALRT_NOT_CONFIGURED = 0x203,     /* configure() has not succeeded for this calbin */
+  CALRT_CALBIN_INVALID = 0x201,       /* the calbin is missing, malformed or fails a hash */
+  CALRT_CALBIN_MISMATCH = 0x202,      /* the calbin does not fit this device or runtime */
+  CALRT_NOT_CONFIGURED = 0x203,       /* configure() has not succeeded for this calbin */
   CALRT_OUT_OF_DEVICE_MEMORY = 0x204, /* the per-chip capacity inequality does not hold */
 
   /* Device class (0x3xx): the device needs a reset. */
   CALRT_DMA_ERROR = 0x301,
-  CALRT_DEVICE_HUNG = 0x302,        /* a phase or job exceeded its deadline on the device */
-  CALRT_DEVICE_LOST = 0x303,        /* the device is gone (surprise removal, link down) */
+  CALRT_DEVICE_HUNG = 0x302, /* a phase or job exceeded its deadline on the device */
+  CALRT_DEVICE_LOST = 0x303, /* the device is gone (surprise removal, link down) */
   CALRT_FIRMWARE_CRASH = 0x304,
   CALRT_ECC_UNCORRECTABLE = 0x305,
   CALRT_D2D_LINK_DOWN = 0x306,
-  CALRT_INTERNAL = 0x307,           /* a runtime invariant broke; a bug in the runtime */
+  CALRT_INTERNAL = 0x307, /* a runtime invariant broke; a bug in the runtime */
 } CalrtCode;
 
 #define CALRT_CODE_FAULT_CLASS(code) ((CalrtFaultClass)(((uint32_t)(code)) >> 8))
@@ -289,23 +289,22 @@ typedef struct Calrt_Device_Status_Args {
   size_t struct_size;
   void* extension;
   CalrtDevice* device;
-  CalrtDeviceState state;        /* out */
-  const char* runtime_version;   /* out: owned by the device */
-  const char* firmware_version;  /* out: owned by the device */
-  const char* driver_version;    /* out: owned by the device */
-  const char* device_name;       /* out: owned by the device */
-  uint32_t abi_major;            /* out: the ABI the runtime implements */
-  uint32_t abi_minor;            /* out */
-  uint32_t abi_patch;            /* out */
-  uint32_t chip_count;           /* out */
-  uint32_t parallel_mode;        /* out: 1 when parallel mode is on */
-  uint64_t error_count;          /* out: device-class faults since open */
-  uint64_t reset_count;          /* out */
-  uint64_t device_time_ns;       /* out: the device clock (virtual for the simulator) */
-  CalrtCode last_error;          /* out: code of the last device-class fault, or CALRT_OK */
+  CalrtDeviceState state;       /* out */
+  const char* runtime_version;  /* out: owned by the device */
+  const char* firmware_version; /* out: owned by the device */
+  const char* driver_version;   /* out: owned by the device */
+  const char* device_name;      /* out: owned by the device */
+  uint32_t abi_major;           /* out: the ABI the runtime implements */
+  uint32_t abi_minor;           /* out */
+  uint32_t abi_patch;           /* out */
+  uint32_t chip_count;          /* out */
+  uint32_t parallel_mode;       /* out: 1 when parallel mode is on */
+  uint64_t error_count;         /* out: device-class faults since open */
+  uint64_t reset_count;         /* out */
+  uint64_t device_time_ns;      /* out: the device clock (virtual for the simulator) */
+  CalrtCode last_error;         /* out: code of the last device-class fault, or CALRT_OK */
 } Calrt_Device_Status_Args;
-#define CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(Calrt_Device_Status_Args, last_error)
+#define CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Device_Status_Args, last_error)
 typedef CalrtError* Calrt_Device_Status(Calrt_Device_Status_Args* args);
 
 /* Reports one chip's health and memory. Allowed in every state.
@@ -315,12 +314,12 @@ typedef struct Calrt_Device_ChipStatus_Args {
   void* extension;
   CalrtDevice* device;
   uint32_t chip;
-  CalrtChipHealth health;     /* out */
-  uint64_t dram_total_bytes;  /* out: physical usable memory of the chip */
-  uint64_t dram_used_bytes;   /* out: configured calbins plus allocated KV */
-  uint64_t ecc_corrected;     /* out */
-  uint64_t ecc_uncorrected;   /* out */
-  uint64_t busy_time_ns;      /* out: device time the chip spent executing ops */
+  CalrtChipHealth health;    /* out */
+  uint64_t dram_total_bytes; /* out: physical usable memory of the chip */
+  uint64_t dram_used_bytes;  /* out: configured calbins plus allocated KV */
+  uint64_t ecc_corrected;    /* out */
+  uint64_t ecc_uncorrected;  /* out */
+  uint64_t busy_time_ns;     /* out: device time the chip spent executing ops */
 } Calrt_Device_ChipStatus_Args;
 #define CALRT_DEVICE_CHIPSTATUS_ARGS_STRUCT_SIZE \
   CALRT_STRUCT_SIZE(Calrt_Device_ChipStatus_Args, busy_time_ns)
@@ -461,8 +460,8 @@ typedef struct Calrt_Calbin_GetCsr_Args {
   CalrtCalbin* calbin;
   const char* model_name; /* borrowed for the duration of the call */
   uint32_t index;
-  const char* name;  /* out: owned by the calbin */
-  uint64_t address;  /* out */
+  const char* name; /* out: owned by the calbin */
+  uint64_t address; /* out */
 } Calrt_Calbin_GetCsr_Args;
 #define CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Calbin_GetCsr_Args, address)
 typedef CalrtError* Calrt_Calbin_GetCsr(Calrt_Calbin_GetCsr_Args* args);
@@ -479,9 +478,9 @@ typedef struct Calrt_Calbin_Configure_Args {
   void* extension;
   CalrtCalbin* calbin;
   uint64_t timeout_ns;
-  uint64_t configure_time_ns;                    /* out: device time configure took */
-  uint32_t chip_count;                           /* out */
-  uint64_t memory_used_bytes[CALRT_MAX_CHIPS];   /* out: per chip, this calbin only */
+  uint64_t configure_time_ns;                  /* out: device time configure took */
+  uint32_t chip_count;                         /* out */
+  uint64_t memory_used_bytes[CALRT_MAX_CHIPS]; /* out: per chip, this calbin only */
 } Calrt_Calbin_Configure_Args;
 #define CALRT_CALBIN_CONFIGURE_ARGS_STRUCT_SIZE \
   CALRT_STRUCT_SIZE(Calrt_Calbin_Configure_Args, memory_used_bytes)
@@ -544,8 +543,7 @@ typedef struct Calrt_Buffer_Unmap_Args {
   CalrtBuffer* buffer;
   uint32_t tensor_index;
 } Calrt_Buffer_Unmap_Args;
-#define CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(Calrt_Buffer_Unmap_Args, tensor_index)
+#define CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Buffer_Unmap_Args, tensor_index)
 typedef CalrtError* Calrt_Buffer_Unmap(Calrt_Buffer_Unmap_Args* args);
 
 /* Sets a CSR of an input buffer (index as in Calbin_GetCsr). The device reads the value at
@@ -732,8 +730,7 @@ typedef struct Calrt_Kv_Capacity_Args {
   uint64_t bytes_per_token_per_chip; /* out */
   uint32_t live_handles;             /* out */
 } Calrt_Kv_Capacity_Args;
-#define CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(Calrt_Kv_Capacity_Args, live_handles)
+#define CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Kv_Capacity_Args, live_handles)
 typedef CalrtError* Calrt_Kv_Capacity(Calrt_Kv_Capacity_Args* args);
 
 /* ---------------------------------------------------------------------------------------

@@ -88,10 +88,10 @@ struct Quant {
 
 // Which slice of the logical tensor a weight entry holds.
 struct Shard {
-  int axis = -1;        // -1: the whole tensor (replicated on every chip in chip_mask)
-  uint32_t index = 0;   // shard index along axis
-  uint32_t count = 1;   // number of shards along axis
-  uint64_t begin = 0;   // [begin, end) along axis
+  int axis = -1;       // -1: the whole tensor (replicated on every chip in chip_mask)
+  uint32_t index = 0;  // shard index along axis
+  uint32_t count = 1;  // number of shards along axis
+  uint64_t begin = 0;  // [begin, end) along axis
   uint64_t end = 0;
   uint32_t chip_mask = 0;
 };
@@ -99,9 +99,9 @@ struct Shard {
 // One stored piece of a weight tensor. A tensor split over two chips has two entries with
 // the same name. Data is the shard's slice, row-major, little-endian.
 struct WeightTensor {
-  std::string name;  // e.g. "layers.0.attn.q_proj"
-  std::string role;  // e.g. "attn_q"; see FORMAT.md for the list
-  int layer = -1;    // -1 for tensors outside the layer stack
+  std::string name;            // e.g. "layers.0.attn.q_proj"
+  std::string role;            // e.g. "attn_q"; see FORMAT.md for the list
+  int layer = -1;              // -1 for tensors outside the layer stack
   std::vector<int64_t> shape;  // logical (unsplit) shape
   Dtype dtype = Dtype::kBf16;
   Quant quant;
@@ -205,7 +205,7 @@ struct Manifest {
   std::string runtime_abi;
   uint32_t chips = 0;
   uint32_t chip_mask = 0;
-  bool timing_only = false;  // weights declared with sizes but no files
+  bool timing_only = false;             // weights declared with sizes but no files
   MemoryAmount device_memory_required;  // per chip
   LlmInfo llm;
   Provenance provenance;
