@@ -1,0 +1,148 @@
+// Checks on the models of a calbin and their I/O tensors.
+#include <bit>
+
+#include "calbin/acceptance/check_context.hpp"
+
+namespace calbin::acceptance {
+namespace {
+
+std::string model_at(size_t index, const Model& model) {
+  return "models[" + std::to_string(index) + "] \"" + model.name + "\"";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+// The metadata label each model type must carry; vendor calbins have been seen labelling
+// prefill as llm_decode, which sends the service down the wrong path.
+std::string_view expected_metadata(ModelType type) {
+  switch (type) {
+    case ModelType::kPrefill:
+      return "llm_prefill";
+    case ModelType::kDecode:
+      return "llm_decode";
+    case ModelType::kKvUpdate:
+      return "llm_kv_update";
+  }
+  return "";
+}
+
+void expect_shape(const CheckContext& c, CheckResult& result, const std::string& where,
+                  const TensorDesc& tensor, const std::vector<int64_t>& expected) {
+  if (tensor.shape != expected) {
+    fail_check(result, c.manifest_file + ": " + where + " \"" + tensor.name + "\".shape is " +
+                           shape_text(tensor.shape) + " but the LLM info implies " +
+                           shape_text(expected));
+  }
+}
+
+void check_model_io(const CheckContext& c, CheckResult& result, size_t index) {
+  const Model& model = c.manifest.models[index];
+  const LlmInfo& llm = c.manifest.llm;
+  const int64_t batch = llm.batch;
+  const int64_t tokens = model.type == ModelType::kPrefill ? llm.prefill_chunk : 1;
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    const TensorDesc& t = model.inputs[i];
+    const std::string where = model_at(index, model) + ".inputs[" + std::to_string(i) + "]";
+    if (t.role == TensorRole::kToken || t.role == TensorRole::kPosition) {
+      expect_shape(c, result, where, t, {batch, tokens});
+    }
+  }
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    const TensorDesc& t = model.outputs[i];
+    const std::string where = model_at(index, model) + ".outputs[" + std::to_string(i) + "]";
+    if (t.role == TensorRole::kLogits) {
+      expect_shape(c, result, where, t, {batch, static_cast<int64_t>(llm.vocab)});
+    }
+  }
+}
+
+}  // namespace
+
+void check_model_types(const CheckContext& c, CheckResult& result) {
+  // Unknown type strings are rejected by the reader and attributed here by run_checks; what
+  // remains is a calbin without the two models a service needs.
+  bool prefill = false;
+  bool decode = false;
+  for (const Model& model : c.manifest.models) {
+    prefill |= model.type == ModelType::kPrefill;
+    decode |= model.type == ModelType::kDecode;
+  }
+  if (!prefill || !decode) {
+    fail_check(result, c.manifest_file + ": models: needs a prefill and a decode model; has " +
+                           std::string(prefill ? "" : "no prefill") +
+                           (!prefill && !decode ? " and " : "") +
+                           std::string(decode ? "" : "no decode"));
+  }
+}
+
+void check_model_metadata(const CheckContext& c, CheckResult& result) {
+  for (size_t i = 0; i < c.manifest.models.size(); ++i) {
+    const Model& model = c.manifest.models[i];
+    const std::string_view expected = expected_metadata(model.type);
+    if (model.metadata_type != expected) {
+      fail_check(result, c.manifest_file + ": " + model_at(i, model) + ".metadata_type is \"" +
+                             model.metadata_type + "\" but the model is of type " +
+                             std::string(to_string(model.type)) + " (expected \"" +
+                             std::string(expected) + "\")");
+    }
+  }
+}
+
+void check_model_names(const CheckContext& c, CheckResult& result) {
+  const auto& models = c.manifest.models;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i].name.empty()) {
+      fail_check(result, c.manifest_file + ": models[" + std::to_string(i) + "].name is empty");
+    }
+    for (size_t j = 0; j < models.size(); ++j) {
+      if (i != j && !models[i].name.empty() &&
+          models[j].name.find(models[i].name) != std::string::npos) {
+        fail_check(result, c.manifest_file + ": " + model_at(i, models[i]) + " is a substring of " +
+                               model_at(j, models[j]) +
+                               ": a substring lookup would pick the wrong model");
+      }
+    }
+  }
+}
+
+void check_llm_shapes(const CheckContext& c, CheckResult& result) {
+  const LlmInfo& llm = c.manifest.llm;
+  if (llm.prefill_chunk == 0 || llm.prefill_chunk > llm.context) {
+    fail_check(result, c.manifest_file + ": llm.prefill_chunk " +
+                           std::to_string(llm.prefill_chunk) + " must be in 1.." +
+                           std::to_string(llm.context) + " (llm.context)");
+  }
+  if (llm.kv_heads == 0 || llm.q_heads % llm.kv_heads != 0) {
+    fail_check(result, c.manifest_file + ": llm.q_heads " + std::to_string(llm.q_heads) +
+                           " is not a multiple of llm.kv_heads " + std::to_string(llm.kv_heads));
+  }
+  for (size_t i = 0; i < c.manifest.models.size(); ++i) {
+    check_model_io(c, result, i);
+  }
+}
+
+void check_chip_mask(const CheckContext& c, CheckResult& result) {
+  const Manifest& m = c.manifest;
+  const uint32_t all = m.chips >= 32 ? ~0u : (1u << m.chips) - 1;
+  if (static_cast<uint32_t>(std::popcount(m.chip_mask)) != m.chips || (m.chip_mask & ~all)) {
+    fail_check(result, c.manifest_file + ": chip_mask " + std::to_string(m.chip_mask) +
+                           " does not name exactly chips 0.." + std::to_string(m.chips - 1));
+  }
+  for (size_t i = 0; i < m.param_blocks.size(); ++i) {
+    const ParamBlock& block = m.param_blocks[i];
+    if (block.chip_mask == 0 || (block.chip_mask & ~m.chip_mask)) {
+      fail_check(result, c.manifest_file + ": param_blocks[" + std::to_string(i) + "] \"" +
+                             block.name + "\".chip_mask " + std::to_string(block.chip_mask) +
+                             " is empty or names a chip outside chip_mask " +
+                             std::to_string(m.chip_mask));
+    }
+  }
+}
+
+}  // namespace calbin::acceptance
