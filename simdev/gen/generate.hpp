@@ -19,6 +19,9 @@ struct GenOptions {
   bool with_golden = true;  // functional presets only
   bool long_cases = true;   // include prompts of 4095, 4096, 4097 and near the context limit
   bool force = false;       // replace out_dir if it exists
+  // Recorded as provenance.command; when empty, a command equivalent to these options.
+  std::string command_line;
+  unsigned threads = 0;  // golden computation threads; 0: the hardware's concurrency
 };
 
 struct PresetInfo {

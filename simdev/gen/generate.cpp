@@ -1,0 +1,110 @@
+#include "simdev/gen/generate.hpp"
+
+#include <unistd.h>
+
+#include <string>
+#include <system_error>
+
+#include "simdev/gen/preset_table.hpp"
+
+namespace simdev::gen {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string known_presets() {
+  std::string names;
+  for (const PresetEntry& entry : preset_table()) {
+    names += names.empty() ? "" : ", ";
+    names += entry.name;
+  }
+  return names;
+}
+
+calbin::Result<void> check_options(const GenOptions& options) {
+  if (find_preset(options.preset) == nullptr) {
+    return calbin::fail("", "--preset",
+                        "unknown preset '" + options.preset + "' (known: " + known_presets() + ")");
+  }
+  if (options.out_dir.empty() || !options.out_dir.has_filename()) {
+    return calbin::fail(
+        "", "--out",
+        "the output directory '" + options.out_dir.string() + "' must name a directory");
+  }
+  std::error_code error;
+  if (fs::exists(options.out_dir, error) && !options.force) {
+    return calbin::fail(options.out_dir.string(), "",
+                        "the output directory already exists (use --force to replace it)");
+  }
+  return {};
+}
+
+fs::path sibling(const fs::path& out_dir, const std::string& suffix) {
+  fs::path path = out_dir;
+  path += suffix + std::to_string(::getpid());
+  return path;
+}
+
+// Moves a finished directory into place. An existing out_dir is first moved aside, so that
+// out_dir names either the old or the new calbin at every instant.
+calbin::Result<void> publish(const fs::path& tmp, const fs::path& out_dir) {
+  std::error_code error;
+  const fs::path old = sibling(out_dir, ".old-");
+  const bool replacing = fs::exists(out_dir, error);
+  if (replacing) {
+    fs::remove_all(old, error);
+    fs::rename(out_dir, old, error);
+    if (error) {
+      return calbin::fail(out_dir.string(), "", "cannot move aside: " + error.message());
+    }
+  }
+  fs::rename(tmp, out_dir, error);
+  if (error) {
+    return calbin::fail(out_dir.string(), "", "cannot rename into place: " + error.message());
+  }
+  if (replacing) {
+    fs::remove_all(old, error);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<PresetInfo> presets() {
+  std::vector<PresetInfo> out;
+  for (const PresetEntry& entry : preset_table()) {
+    out.push_back({std::string(entry.name), std::string(entry.description), entry.functional});
+  }
+  return out;
+}
+
+calbin::Result<calbin::Manifest> generate(const GenOptions& requested) {
+  // "out/" and "out" name the same directory; the temporary sibling needs the latter.
+  GenOptions options = requested;
+  options.out_dir = options.out_dir.lexically_normal();
+  if (!options.out_dir.has_filename() && options.out_dir.has_parent_path()) {
+    options.out_dir = options.out_dir.parent_path();
+  }
+  if (auto checked = check_options(options); !checked) {
+    return tl::unexpected(checked.error());
+  }
+  const fs::path tmp = sibling(options.out_dir, ".tmp-");
+  std::error_code error;
+  fs::remove_all(tmp, error);
+  fs::create_directories(tmp, error);
+  if (error) {
+    return calbin::fail(tmp.string(), "", "cannot create: " + error.message());
+  }
+  auto manifest = find_preset(options.preset)->build(options, tmp);
+  if (!manifest) {
+    fs::remove_all(tmp, error);
+    return manifest;
+  }
+  if (auto published = publish(tmp, options.out_dir); !published) {
+    fs::remove_all(tmp, error);
+    return tl::unexpected(published.error());
+  }
+  return manifest;
+}
+
+}  // namespace simdev::gen

@@ -1,0 +1,73 @@
+#include "simdev/gen/llm_models.hpp"
+
+#include <string>
+
+#include "simdev/gen/op_list.hpp"
+
+namespace simdev::gen {
+namespace {
+
+calbin::Result<calbin::TensorDesc> tensor(std::string name, calbin::TensorRole role,
+                                          std::vector<int64_t> shape, calbin::Dtype dtype,
+                                          calbin::Layout layout, uint32_t chip_mask) {
+  const std::optional<uint64_t> bytes = calbin::tensor_bytes(shape, dtype, layout);
+  if (!bytes) {
+    return calbin::fail("preset", name, "tensor size overflows");
+  }
+  calbin::TensorDesc desc;
+  desc.name = std::move(name);
+  desc.role = role;
+  desc.shape = std::move(shape);
+  desc.dtype = dtype;
+  desc.layout = layout;
+  desc.bytes = *bytes;
+  desc.chip_mask = chip_mask;
+  desc.reservation = "io";
+  return desc;
+}
+
+calbin::Result<calbin::Model> describe(const ModelConfig& c, calbin::ModelType type) {
+  const bool prefill = type == calbin::ModelType::kPrefill;
+  const int64_t batch = c.batch, tokens = prefill ? c.prefill_chunk : 1;
+  const uint32_t all_chips = (1u << c.chips) - 1;
+  calbin::Model model;
+  model.name = prefill ? c.prefill_model : c.decode_model;
+  model.type = type;
+  model.metadata_type = prefill ? "llm_prefill" : "llm_decode";
+  const calbin::Layout row_major{};
+  const calbin::Layout tiled{calbin::Layout::Kind::kTiled, c.logits_tile_d0};
+  // Both chips read the inputs; the gathered logits row ends up on chip 0.
+  auto token_desc = tensor("tokens", calbin::TensorRole::kToken, {batch, tokens},
+                           calbin::Dtype::kInt32, row_major, all_chips);
+  auto position_desc = tensor("positions", calbin::TensorRole::kPosition, {batch, tokens},
+                              calbin::Dtype::kInt32, row_major, all_chips);
+  auto logits_desc = tensor("logits", calbin::TensorRole::kLogits, {batch, int64_t{c.vocab}},
+                            calbin::Dtype::kBf16, tiled, 1u);
+  if (!token_desc || !position_desc || !logits_desc) {
+    return calbin::fail("preset", model.name, "I/O tensor sizes overflow");
+  }
+  model.inputs = {*token_desc, *position_desc};
+  model.outputs = {*logits_desc};
+  model.csrs = {{kCsrCurSeqLen, 0, 0}, {kCsrPastKvSeqLen, 1, 0}};
+  model.ping_pong = {{"ping", {}, {}}, {"pong", {}, {}}};
+  model.ping_pong_may_alias = false;
+  model.workspace_bytes = workspace_bytes(c, type);
+  model.ops = op_lists(c, type);
+  return model;
+}
+
+}  // namespace
+
+calbin::Result<std::vector<calbin::Model>> describe_models(const ModelConfig& config) {
+  std::vector<calbin::Model> models;
+  for (const auto type : {calbin::ModelType::kPrefill, calbin::ModelType::kDecode}) {
+    auto model = describe(config, type);
+    if (!model) {
+      return tl::unexpected(model.error());
+    }
+    models.push_back(std::move(*model));
+  }
+  return models;
+}
+
+}  // namespace simdev::gen

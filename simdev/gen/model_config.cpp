@@ -1,0 +1,46 @@
+#include "simdev/gen/model_config.hpp"
+
+#include <string>
+
+namespace simdev::gen {
+namespace {
+
+struct Check {
+  bool ok;
+  const char* field;
+  std::string why;
+};
+
+}  // namespace
+
+calbin::Result<void> check_config(const ModelConfig& c) {
+  const bool nonzero = c.layers > 0 && c.hidden > 0 && c.q_heads > 0 && c.kv_heads > 0 &&
+                       c.head_dim > 0 && c.ffn > 0 && c.vocab > 0 && c.context > 0 && c.batch > 0 &&
+                       c.prefill_chunk > 0 && c.chips > 0;
+  if (!nonzero) {
+    return calbin::fail("preset", "", "every model dimension must be non-zero");
+  }
+  const Check checks[] = {
+      {c.chips <= 8, "chips", "at most 8 chips, got " + std::to_string(c.chips)},
+      {c.q_heads % c.kv_heads == 0, "q_heads",
+       "q_heads " + std::to_string(c.q_heads) + " is not a multiple of kv_heads " +
+           std::to_string(c.kv_heads)},
+      {c.q_heads % c.chips == 0 && c.kv_heads % c.chips == 0, "chips",
+       "head counts must divide by the chip count " + std::to_string(c.chips)},
+      {c.ffn % c.chips == 0, "ffn", "ffn must divide by the chip count " + std::to_string(c.chips)},
+      {c.vocab % c.chips == 0, "vocab",
+       "vocab must divide by the chip count " + std::to_string(c.chips)},
+      {c.head_dim % 2 == 0, "head_dim",
+       "RoPE needs an even head_dim, got " + std::to_string(c.head_dim)},
+      {c.logits_tile_d0 > 0, "logits_tile_d0", "the logits tile must be non-zero"},
+      {c.prefill_chunk <= c.context, "prefill_chunk", "the prefill chunk exceeds the context"},
+  };
+  for (const Check& check : checks) {
+    if (!check.ok) {
+      return calbin::fail("preset", check.field, check.why);
+    }
+  }
+  return {};
+}
+
+}  // namespace simdev::gen

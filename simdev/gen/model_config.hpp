@@ -1,0 +1,39 @@
+// The shape of a functional calbin's model (calbin/MODEL.md) plus the packaging facts a
+// preset chooses: names, chip count, chunk size, context.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "calbin/result.hpp"
+
+namespace simdev::gen {
+
+struct ModelConfig {
+  std::string architecture = "qwen3";
+  std::string calbin_version_prefix = "tiny";
+  std::string prefill_model = "qwen3_tiny_prefill_c256";
+  std::string decode_model = "qwen3_tiny_decode";
+  std::string runtime_abi = "0.7.6";
+  uint32_t layers = 2;
+  uint32_t hidden = 128;
+  uint32_t q_heads = 4;
+  uint32_t kv_heads = 2;
+  uint32_t head_dim = 32;
+  uint32_t ffn = 256;
+  uint32_t vocab = 1000;
+  uint32_t context = 4608;
+  uint32_t batch = 1;
+  uint32_t prefill_chunk = 256;
+  uint32_t chips = 2;
+  uint32_t logits_tile_d0 = 16;
+  uint32_t tokenizer_context = 32768;
+  double rope_theta = 1e6;
+  double rms_eps = 1e-6;
+};
+
+// Checks what the generator and MODEL.md rely on: non-zero sizes, every split dimension
+// divisible by the chip count, GQA groups that divide evenly, an even head size for RoPE.
+calbin::Result<void> check_config(const ModelConfig& config);
+
+}  // namespace simdev::gen

@@ -1,0 +1,153 @@
+#include "simdev/gen/param_blocks.hpp"
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+
+#include "simdev/gen/shard.hpp"
+
+namespace simdev::gen {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "param files are little-endian");
+
+template <class T>
+std::span<const uint8_t> as_bytes(const std::vector<T>& values) {
+  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(T)};
+}
+
+// Appends at the next aligned offset and returns that offset.
+uint64_t append_aligned(BlockImage& block, std::span<const uint8_t> bytes) {
+  const uint64_t offset =
+      (block.bytes.size() + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+  block.bytes.resize(offset);
+  block.bytes.insert(block.bytes.end(), bytes.begin(), bytes.end());
+  return offset;
+}
+
+calbin::WeightTensor base_entry(const WeightSpec& spec) {
+  calbin::WeightTensor entry;
+  entry.name = spec.name;
+  entry.role = spec.role;
+  entry.layer = spec.layer;
+  entry.shape = spec.shape;
+  entry.dtype = spec.storage == Storage::kBf16 ? calbin::Dtype::kBf16 : calbin::Dtype::kInt8;
+  return entry;
+}
+
+// Raw row-major bytes of the whole tensor and its element size.
+std::span<const uint8_t> tensor_bytes_of(const StoredWeight& weight, size_t* element_bytes) {
+  if (weight.spec.storage == Storage::kBf16) {
+    *element_bytes = 2;
+    return as_bytes(weight.bf16);
+  }
+  *element_bytes = 1;
+  return as_bytes(weight.int8.values);
+}
+
+// An axis-0 shard owns its rows' scales; an axis-1 shard needs every row's scale, because
+// each row was scaled as a whole before the split.
+std::vector<float> scales_for(const StoredWeight& weight, int axis, ShardRange range) {
+  const std::vector<float>& all = weight.int8.scales;
+  if (axis == 0) {
+    return {all.begin() + static_cast<std::ptrdiff_t>(range.begin),
+            all.begin() + static_cast<std::ptrdiff_t>(range.end)};
+  }
+  return all;
+}
+
+void place(BlockImage& block, const StoredWeight& weight, std::span<const uint8_t> data,
+           calbin::Shard shard, const std::vector<float>* scales, ParamLayout& layout) {
+  calbin::WeightTensor entry = base_entry(weight.spec);
+  entry.shard = shard;
+  entry.file = block.file;
+  entry.offset = append_aligned(block, data);
+  entry.bytes = data.size();
+  if (scales != nullptr) {
+    entry.quant.scheme = "w8a8_dynamic";
+    entry.quant.scale_file = block.file;
+    entry.quant.scale_offset = append_aligned(block, as_bytes(*scales));
+    entry.quant.scale_count = scales->size();
+  }
+  layout.entries.push_back(std::move(entry));
+}
+
+void place_replicated(const StoredWeight& weight, uint32_t all_chips, ParamLayout& layout) {
+  size_t element_bytes = 0;
+  const std::span<const uint8_t> data = tensor_bytes_of(weight, &element_bytes);
+  const calbin::Shard shard{-1, 0, 1, 0, static_cast<uint64_t>(weight.spec.shape.at(0)), all_chips};
+  const bool quantised = weight.spec.storage == Storage::kInt8Rows;
+  place(layout.blocks[0], weight, data, shard, quantised ? &weight.int8.scales : nullptr, layout);
+}
+
+void place_sharded(const StoredWeight& weight, uint32_t chips, ParamLayout& layout) {
+  size_t element_bytes = 0;
+  const std::span<const uint8_t> data = tensor_bytes_of(weight, &element_bytes);
+  const int axis = weight.spec.split_axis;
+  const auto rows = static_cast<size_t>(weight.spec.shape.at(0));
+  const auto cols = static_cast<size_t>(weight.spec.shape.at(1));
+  const uint64_t extent = axis == 0 ? rows : cols;
+  for (uint32_t chip = 0; chip < chips; ++chip) {
+    const ShardRange range = shard_range(extent, chip, chips);
+    const std::vector<uint8_t> slice = slice_matrix(data, rows, cols, element_bytes, axis, range);
+    const calbin::Shard shard{axis, chip, chips, range.begin, range.end, 1u << chip};
+    if (weight.spec.storage == Storage::kInt8Rows) {
+      const std::vector<float> scales = scales_for(weight, axis, range);
+      place(layout.blocks[1 + chip], weight, slice, shard, &scales, layout);
+    } else {
+      place(layout.blocks[1 + chip], weight, slice, shard, nullptr, layout);
+    }
+  }
+}
+
+}  // namespace
+
+ParamLayout layout_param_blocks(const ModelConfig& config,
+                                const std::vector<StoredWeight>& weights) {
+  ParamLayout layout;
+  const uint32_t all_chips = (1u << config.chips) - 1;
+  layout.blocks.push_back({"param_blk0", "param_blk0.bin", all_chips, {}});
+  for (uint32_t chip = 0; chip < config.chips; ++chip) {
+    const std::string name = "param_blk" + std::to_string(chip + 1);
+    layout.blocks.push_back({name, name + ".bin", 1u << chip, {}});
+  }
+  for (const StoredWeight& weight : weights) {
+    if (weight.spec.split_axis < 0) {
+      place_replicated(weight, all_chips, layout);
+    } else {
+      place_sharded(weight, config.chips, layout);
+    }
+  }
+  // Pad every block to the alignment so that blocks loaded back to back stay aligned.
+  for (BlockImage& block : layout.blocks) {
+    append_aligned(block, {});
+  }
+  return layout;
+}
+
+calbin::Result<void> write_param_blocks(const std::filesystem::path& dir,
+                                        const ParamLayout& layout) {
+  for (const BlockImage& block : layout.blocks) {
+    const std::filesystem::path path = dir / block.file;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(block.bytes.data()),
+              static_cast<std::streamsize>(block.bytes.size()));
+    out.close();
+    if (!out) {
+      return calbin::fail(path.string(), "", "cannot write the param block");
+    }
+  }
+  return {};
+}
+
+uint64_t param_bytes_for_chip(const ParamLayout& layout, uint32_t chip) {
+  uint64_t total = 0;
+  for (const BlockImage& block : layout.blocks) {
+    if ((block.chip_mask >> chip) & 1u) {
+      total += block.bytes.size();
+    }
+  }
+  return total;
+}
+
+}  // namespace simdev::gen

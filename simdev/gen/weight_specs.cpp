@@ -1,0 +1,56 @@
+#include <cmath>
+#include <string>
+
+#include "simdev/gen/weights.hpp"
+
+namespace simdev::gen {
+namespace {
+
+// Matrices get N(0, 1/fan_in) so activations keep unit scale through each projection.
+WeightSpec matrix(std::string name, std::string role, int layer, int64_t out, int64_t in,
+                  int split_axis) {
+  return WeightSpec{
+      std::move(name),    std::move(role), layer, {out, in},
+      Storage::kInt8Rows, split_axis,      0.0,   1.0 / std::sqrt(static_cast<double>(in))};
+}
+
+// Norm weights near 1 with some spread, so a wrong norm weight changes the logits.
+WeightSpec norm(std::string name, std::string role, int layer, int64_t size) {
+  return WeightSpec{std::move(name), std::move(role), layer, {size}, Storage::kBf16, -1, 1.0, 0.1};
+}
+
+void add_layer(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) {
+  const std::string p = "layers." + std::to_string(l) + ".";
+  const int64_t h = c.hidden, f = c.ffn;
+  const int64_t q = int64_t{c.q_heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim;
+  specs.push_back(norm(p + "attn_norm", "attn_norm", l, h));
+  specs.push_back(matrix(p + "attn.q_proj", "attn_q", l, q, h, 0));
+  specs.push_back(matrix(p + "attn.k_proj", "attn_k", l, kv, h, 0));
+  specs.push_back(matrix(p + "attn.v_proj", "attn_v", l, kv, h, 0));
+  specs.push_back(norm(p + "attn.q_norm", "attn_q_norm", l, c.head_dim));
+  specs.push_back(norm(p + "attn.k_norm", "attn_k_norm", l, c.head_dim));
+  specs.push_back(matrix(p + "attn.o_proj", "attn_o", l, h, q, 1));
+  specs.push_back(norm(p + "ffn_norm", "ffn_norm", l, h));
+  specs.push_back(matrix(p + "mlp.gate_proj", "mlp_gate", l, f, h, 0));
+  specs.push_back(matrix(p + "mlp.up_proj", "mlp_up", l, f, h, 0));
+  specs.push_back(matrix(p + "mlp.down_proj", "mlp_down", l, h, f, 1));
+}
+
+}  // namespace
+
+std::vector<WeightSpec> weight_specs(const ModelConfig& c) {
+  std::vector<WeightSpec> specs;
+  const int64_t v = c.vocab, h = c.hidden;
+  specs.push_back({"tok_embeddings", "embedding", -1, {v, h}, Storage::kBf16, -1, 0.0, 1.0});
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    add_layer(c, static_cast<int>(l), specs);
+  }
+  specs.push_back(norm("final_norm", "final_norm", -1, h));
+  // The final hidden state has unit RMS, so std 3/sqrt(H) gives logits of std ~3: greedy
+  // choices with clear margins that the device's int8/bf16 differences do not flip.
+  const double lm_std = 3.0 / std::sqrt(static_cast<double>(h));
+  specs.push_back({"lm_head", "lm_head", -1, {v, h}, Storage::kBf16, 0, 0.0, lm_std});
+  return specs;
+}
+
+}  // namespace simdev::gen

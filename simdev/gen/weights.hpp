@@ -1,0 +1,41 @@
+// The seeded weights of a functional preset, in the form they are stored (calbin/MODEL.md):
+// int8 w8a8_dynamic matrices with per-row scales, bf16 embeddings, norms and lm_head. These
+// are the logical (unsplit) tensors; param_blocks.hpp shards them into files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simdev/gen/model_config.hpp"
+#include "simdev/gen/quantize.hpp"
+
+namespace simdev::gen {
+
+enum class Storage { kBf16, kInt8Rows };
+
+struct WeightSpec {
+  std::string name;  // e.g. "layers.0.attn.q_proj"
+  std::string role;  // e.g. "attn_q"
+  int layer = -1;
+  std::vector<int64_t> shape;  // [n] or [out, in]
+  Storage storage = Storage::kBf16;
+  int split_axis = -1;  // -1: replicated on every chip
+  double init_mean = 0.0;
+  double init_std = 1.0;
+};
+
+struct StoredWeight {
+  WeightSpec spec;
+  std::vector<uint16_t> bf16;  // kBf16: the whole tensor, row-major
+  QuantisedRows int8;          // kInt8Rows: the whole matrix and its row scales
+};
+
+// Every tensor of the model in MODEL.md's table order, with its initialisation.
+std::vector<WeightSpec> weight_specs(const ModelConfig& config);
+// Draws each tensor from its own stream derived from (seed, name), then stores it.
+std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed);
+// nullptr when absent.
+const StoredWeight* find_weight(const std::vector<StoredWeight>& weights, const std::string& name);
+
+}  // namespace simdev::gen

@@ -1,0 +1,107 @@
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/rng.hpp"
+
+namespace simdev::gen::ref {
+namespace {
+
+std::vector<float> random_vector(size_t size, uint64_t seed, double scale = 1.0) {
+  NormalStream stream(seed);
+  std::vector<float> values(size);
+  for (float& value : values) {
+    value = static_cast<float>(stream.next_normal() * scale);
+  }
+  return values;
+}
+
+double norm(const std::vector<float>& v) {
+  double sum = 0.0;
+  for (const float x : v) {
+    sum += double{x} * x;
+  }
+  return std::sqrt(sum);
+}
+
+TEST(ReferenceOps, RmsnormGivesUnitRms) {
+  const std::vector<float> x = random_vector(128, 1, 7.0);
+  const std::vector<float> ones(128, 1.0f);
+  std::vector<float> out(128);
+  rmsnorm(x, ones, 1e-6, out);
+  EXPECT_NEAR(norm(out) / std::sqrt(128.0), 1.0, 1e-5);
+}
+
+TEST(ReferenceOps, RmsnormAppliesTheWeight) {
+  const std::vector<float> x = random_vector(16, 2);
+  std::vector<float> ones(16, 1.0f), twos(16, 2.0f), a(16), b(16);
+  rmsnorm(x, ones, 1e-6, a);
+  rmsnorm(x, twos, 1e-6, b);
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_FLOAT_EQ(b[i], 2.0f * a[i]);
+  }
+}
+
+TEST(ReferenceOps, RopePreservesNorms) {
+  for (const int64_t position : {1, 17, 4095, 40000}) {
+    std::vector<float> head = random_vector(32, 3);
+    const double before = norm(head);
+    rope(head, position, 1e6);
+    EXPECT_NEAR(norm(head), before, 1e-5 * before) << position;
+  }
+}
+
+TEST(ReferenceOps, RopeAtPositionZeroIsIdentity) {
+  const std::vector<float> original = random_vector(32, 4);
+  std::vector<float> head = original;
+  rope(head, 0, 1e6);
+  EXPECT_EQ(head, original);
+}
+
+TEST(ReferenceOps, RopeRotatesTheFirstPairByThePosition) {
+  std::vector<float> head(8, 0.0f);
+  head[0] = 1.0f;  // pair (0, 4) has frequency theta^0 = 1
+  rope(head, 1, 10000.0);
+  EXPECT_NEAR(head[0], std::cos(1.0), 1e-6);
+  EXPECT_NEAR(head[4], std::sin(1.0), 1e-6);
+}
+
+TEST(ReferenceOps, AttentionOverOneSlotReturnsItsValue) {
+  KvHead kv(32, 8);
+  const std::vector<float> key = random_vector(32, 5), value = random_vector(32, 6);
+  kv.store(0, key, value);
+  std::vector<float> out(32);
+  attend(random_vector(32, 7, 10.0), kv, 1, out);
+  for (size_t d = 0; d < 32; ++d) {
+    EXPECT_FLOAT_EQ(out[d], value[d]);
+  }
+}
+
+TEST(ReferenceOps, AttentionWithEqualKeysAveragesValues) {
+  KvHead kv(4, 8);
+  const std::vector<float> key = {1, 2, 3, 4};
+  kv.store(0, key, std::vector<float>{1, 0, 0, 0});
+  kv.store(1, key, std::vector<float>{0, 1, 0, 0});
+  kv.store(2, key, std::vector<float>{0, 0, 1, 3});
+  std::vector<float> out(4);
+  attend(std::vector<float>{0.5f, -1, 2, 0}, kv, 3, out);
+  EXPECT_NEAR(out[0], 1.0 / 3, 1e-6);
+  EXPECT_NEAR(out[1], 1.0 / 3, 1e-6);
+  EXPECT_NEAR(out[2], 1.0 / 3, 1e-6);
+  EXPECT_NEAR(out[3], 1.0, 1e-6);
+}
+
+TEST(ReferenceOps, AttentionIgnoresSlotsBeyondTheCount) {
+  KvHead kv(4, 8);
+  kv.store(0, std::vector<float>{1, 0, 0, 0}, std::vector<float>{1, 1, 1, 1});
+  kv.store(1, std::vector<float>{9, 9, 9, 9}, std::vector<float>{-5, -5, -5, -5});
+  std::vector<float> out(4);
+  attend(std::vector<float>{1, 1, 1, 1}, kv, 1, out);
+  EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace simdev::gen::ref
