@@ -158,8 +158,13 @@ std::vector<Member> corpus() {
       {"model_name_substring_of_another", "models.names",
        [](const Scratch& s) {
          s.edit([](json& j) {
-           model_of_type(j, "decode")["name"] =
-               model_of_type(j, "prefill")["name"].get<std::string>() + "_decode";
+           // A kv_update model whose name extends the decode model's: a substring lookup
+           // for the decode model would be ambiguous.
+           json extra = model_of_type(j, "decode");
+           extra["name"] = extra["name"].get<std::string>() + "_v2";
+           extra["type"] = "kv_update";
+           extra["metadata_type"] = "llm_kv_update";
+           j["models"].push_back(extra);
          });
        }},
       {"token_shape_not_chunk", "llm.shapes",
@@ -169,8 +174,8 @@ std::vector<Member> corpus() {
            tokens["shape"] = {1, tokens["shape"][1].get<int>() / 2};
          });
        }},
-      {"chip_mask_names_missing_chip", "chips.mask",
-       [](const Scratch& s) { s.edit([](json& j) { j["chip_mask"] = 7; }); }},
+      {"param_block_on_missing_chip", "chips.mask",
+       [](const Scratch& s) { s.edit([](json& j) { j["param_blocks"][1]["chip_mask"] = 4; }); }},
       {"reservation_overflows_64_bits", "reservations.bounds",
        [](const Scratch& s) {
          s.edit([](json& j) { reservation(j, "guard", 1)["base"] = UINT64_MAX - 4095; });
@@ -277,6 +282,9 @@ TEST(Corpus, CoversEveryCheckAtLeastOnce) {
   }
   EXPECT_GE(corpus().size(), 20u);
 }
+
+// gtest would otherwise print the parameter as raw bytes.
+void PrintTo(const Member& member, std::ostream* out) { *out << member.name; }
 
 class CorpusMember : public ::testing::TestWithParam<Member> {};
 

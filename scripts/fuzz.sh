@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang and runs each for a bounded time.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
+# Seeds: the tiny calbin's manifest (generated here) and the tiny service manifest. Findings
+# (crashes, leaks, timeouts, out-of-memory) stop the run with a non-zero exit and leave the
+# reproducer in build-fuzz/findings/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+scripts/setup.sh
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCALRT_FUZZ=ON >/dev/null
+cmake --build build-fuzz --parallel "$(nproc)" --target manifest_fuzz service_manifest_fuzz simdev
+
+corpus=build-fuzz/corpus
+mkdir -p "$corpus/manifest" "$corpus/service" build-fuzz/findings
+build-fuzz/simdev/tool/simdev gen --preset tiny --seed 1 --no-golden --force \
+  --out build-fuzz/seed-calbin >/dev/null
+cp build-fuzz/seed-calbin/manifest.json "$corpus/manifest/tiny.json"
+cp tests/acceptance/tiny-service.yaml "$corpus/service/tiny.yaml"
+
+run() {
+  local target=$1 dir=$2
+  echo "fuzz: $target for ${seconds}s"
+  build-fuzz/tests/fuzz/"$target" "$dir" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -timeout=10 -max_len=262144 -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/findings/"$target"- 2>&1 |
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb|ERROR|SUMMARY|Done" || true
+  return "${PIPESTATUS[0]}"
+}
+run manifest_fuzz "$corpus/manifest"
+run service_manifest_fuzz "$corpus/service"
