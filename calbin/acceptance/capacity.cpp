@@ -49,7 +49,11 @@ Result<uint64_t> chip_params(const Manifest& m, uint32_t chip) {
     if ((w.shard.chip_mask >> chip & 1u) == 0) {
       continue;
     }
-    auto sum = add(total, w.bytes);
+    // Quantisation scales sit in device memory beside their weights.
+    const auto scale_bytes = w.quant.scheme == "none" ? std::optional<uint64_t>(0)
+                                                      : mul(w.quant.scale_count, 4);
+    auto sum = scale_bytes ? add(total, w.bytes) : std::nullopt;
+    sum = sum ? add(*sum, *scale_bytes) : std::nullopt;
     if (!sum) {
       return fail("manifest.json", "weights",
                   "parameter bytes of chip " + std::to_string(chip) + " overflow 64 bits");

@@ -14,7 +14,4 @@ calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
                                                   const GenOptions& options,
                                                   const std::filesystem::path& dir);
 
-// The command line that reproduces `options` (what provenance records when none was given).
-std::string equivalent_command(const GenOptions& options);
-
 }  // namespace simdev::gen

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "simdev/gen/moe_op_list.hpp"
 #include "simdev/gen/op_list.hpp"
 
 namespace simdev::gen {
@@ -51,8 +52,9 @@ calbin::Result<calbin::Model> describe(const ModelConfig& c, calbin::ModelType t
   model.csrs = {{kCsrCurSeqLen, 0, 0}, {kCsrPastKvSeqLen, 1, 0}};
   model.ping_pong = {{"ping", {}, {}}, {"pong", {}, {}}};
   model.ping_pong_may_alias = false;
-  model.workspace_bytes = workspace_bytes(c, type);
-  model.ops = op_lists(c, type);
+  const bool moe = c.experts > 0;
+  model.workspace_bytes = moe ? moe_workspace_bytes(c, type) : workspace_bytes(c, type);
+  model.ops = moe ? moe_op_lists(c, type) : op_lists(c, type);
   return model;
 }
 

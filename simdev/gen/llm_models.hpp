@@ -1,4 +1,4 @@
-// The prefill and decode models of a functional preset: I/O tensors, CSRs, ping/pong slot
+// The prefill and decode models of a preset (dense or MoE): I/O tensors, CSRs, ping/pong slot
 // names, workspace and op lists. Addresses are left at zero for memory_plan.hpp to assign.
 #pragma once
 

@@ -20,7 +20,9 @@ struct ModelConfig {
   uint32_t q_heads = 4;
   uint32_t kv_heads = 2;
   uint32_t head_dim = 32;
-  uint32_t ffn = 256;
+  uint32_t ffn = 256;    // MoE: the intermediate size of one expert
+  uint32_t experts = 0;  // 0: dense MLP
+  uint32_t active_experts = 0;
   uint32_t vocab = 1000;
   uint32_t context = 4608;
   uint32_t batch = 1;
@@ -33,7 +35,8 @@ struct ModelConfig {
 };
 
 // Checks what the generator and MODEL.md rely on: non-zero sizes, every split dimension
-// divisible by the chip count, GQA groups that divide evenly, an even head size for RoPE.
+// divisible by the chip count, GQA groups that divide evenly, an even head size for RoPE,
+// and for MoE between 1 and `experts` active experts.
 calbin::Result<void> check_config(const ModelConfig& config);
 
 }  // namespace simdev::gen

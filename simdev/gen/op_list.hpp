@@ -1,6 +1,6 @@
-// Per-chip op lists of a functional preset's prefill and decode graphs, with the FLOPs and
-// DRAM bytes of each op for the chip's shard. The timing model reads these; the functional
-// path follows calbin/MODEL.md instead.
+// Per-chip op lists of a dense preset's prefill and decode graphs, with the FLOPs and DRAM
+// bytes of each op for the chip's shard (MoE presets: moe_op_list.hpp). The timing model
+// reads these; the functional path follows calbin/MODEL.md instead.
 #pragma once
 
 #include <cstdint>

@@ -18,21 +18,10 @@ std::span<const uint8_t> as_bytes(const std::vector<T>& values) {
 
 // Appends at the next aligned offset and returns that offset.
 uint64_t append_aligned(BlockImage& block, std::span<const uint8_t> bytes) {
-  const uint64_t offset =
-      (block.bytes.size() + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+  const uint64_t offset = param_aligned(block.bytes.size());
   block.bytes.resize(offset);
   block.bytes.insert(block.bytes.end(), bytes.begin(), bytes.end());
   return offset;
-}
-
-calbin::WeightTensor base_entry(const WeightSpec& spec) {
-  calbin::WeightTensor entry;
-  entry.name = spec.name;
-  entry.role = spec.role;
-  entry.layer = spec.layer;
-  entry.shape = spec.shape;
-  entry.dtype = spec.storage == Storage::kBf16 ? calbin::Dtype::kBf16 : calbin::Dtype::kInt8;
-  return entry;
 }
 
 // Raw row-major bytes of the whole tensor and its element size.
@@ -58,7 +47,7 @@ std::vector<float> scales_for(const StoredWeight& weight, int axis, ShardRange r
 
 void place(BlockImage& block, const StoredWeight& weight, std::span<const uint8_t> data,
            calbin::Shard shard, const std::vector<float>* scales, ParamLayout& layout) {
-  calbin::WeightTensor entry = base_entry(weight.spec);
+  calbin::WeightTensor entry = manifest_entry(weight.spec);
   entry.shard = shard;
   entry.file = block.file;
   entry.offset = append_aligned(block, data);

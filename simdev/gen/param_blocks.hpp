@@ -16,6 +16,9 @@
 namespace simdev::gen {
 
 inline constexpr uint64_t kParamAlignment = 64;
+inline uint64_t param_aligned(uint64_t bytes) {
+  return (bytes + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+}
 
 struct BlockImage {
   std::string name;  // "param_blk0"

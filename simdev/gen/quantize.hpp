@@ -9,6 +9,10 @@
 
 namespace simdev::gen {
 
+// w4af16 (timing-only presets): int4 weights with one f32 scale per group of this many
+// consecutive input elements of a row; activations stay 16-bit.
+inline constexpr uint64_t kW4af16GroupSize = 128;
+
 struct QuantisedRows {
   size_t rows = 0;
   size_t cols = 0;

@@ -48,6 +48,16 @@ std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed)
   return weights;
 }
 
+calbin::WeightTensor manifest_entry(const WeightSpec& spec) {
+  calbin::WeightTensor entry;
+  entry.name = spec.name;
+  entry.role = spec.role;
+  entry.layer = spec.layer;
+  entry.shape = spec.shape;
+  entry.dtype = stored_dtype(spec.storage);
+  return entry;
+}
+
 const StoredWeight* find_weight(const std::vector<StoredWeight>& weights, const std::string& name) {
   for (const StoredWeight& weight : weights) {
     if (weight.spec.name == name) {

@@ -7,18 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "calbin/manifest.hpp"
 #include "simdev/gen/model_config.hpp"
 #include "simdev/gen/quantize.hpp"
 
 namespace simdev::gen {
 
-enum class Storage { kBf16, kInt8Rows };
+// kInt4Groups (int4 w4af16, groups of kW4af16GroupSize) is declared by timing-only presets
+// only; the functional path stores and reads kBf16 and kInt8Rows.
+enum class Storage { kBf16, kInt8Rows, kInt4Groups };
+
+// The manifest dtype and quant scheme a tensor of this storage is written with.
+calbin::Dtype stored_dtype(Storage storage);
+const char* quant_scheme(Storage storage);
 
 struct WeightSpec {
   std::string name;  // e.g. "layers.0.attn.q_proj"
   std::string role;  // e.g. "attn_q"
   int layer = -1;
-  std::vector<int64_t> shape;  // [n] or [out, in]
+  std::vector<int64_t> shape;  // [n], [out, in], or [experts, out, in] for stacked experts
   Storage storage = Storage::kBf16;
   int split_axis = -1;  // -1: replicated on every chip
   double init_mean = 0.0;
@@ -33,8 +40,16 @@ struct StoredWeight {
 
 // Every tensor of the model in MODEL.md's table order, with its initialisation.
 std::vector<WeightSpec> weight_specs(const ModelConfig& config);
+// The attention tensors of layer `l` (attn_norm to o_proj), shared by dense and MoE models.
+void add_attention_specs(const ModelConfig& config, int l, std::vector<WeightSpec>& specs);
+// Every tensor of a Qwen3-MoE model, for timing-only presets: attention as in the dense
+// model, a replicated int8 router, stacked int4 experts, an int8 lm_head. Nothing is drawn,
+// so the init fields are unused.
+std::vector<WeightSpec> moe_weight_specs(const ModelConfig& config);
 // Draws each tensor from its own stream derived from (seed, name), then stores it.
 std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed);
+// The manifest entry of a tensor before it is placed: name, role, layer, shape and dtype.
+calbin::WeightTensor manifest_entry(const WeightSpec& spec);
 // nullptr when absent.
 const StoredWeight* find_weight(const std::vector<StoredWeight>& weights, const std::string& name);
 

@@ -1,4 +1,4 @@
-// Generates tiny calbins (without the long golden cases) into a per-process temporary
+// Generates calbins (tiny ones without the long golden cases) into a per-process temporary
 // directory for the tests that need one.
 #pragma once
 
@@ -30,15 +30,20 @@ inline const std::filesystem::path& scratch_root() {
   return *root;
 }
 
-inline GenOptions tiny_options(const std::string& dir_name, uint64_t seed) {
+inline GenOptions preset_options(const std::string& preset, const std::string& dir_name,
+                                 uint64_t seed) {
   GenOptions options;
-  options.preset = "tiny";
+  options.preset = preset;
   options.out_dir = scratch_root() / dir_name;
   options.seed = seed;
   options.long_cases = false;
   options.force = true;
   options.command_line = "gen_tests";  // fixed, so manifests of equal seeds are identical
   return options;
+}
+
+inline GenOptions tiny_options(const std::string& dir_name, uint64_t seed) {
+  return preset_options("tiny", dir_name, seed);
 }
 
 // The seed-1 calbin, generated once per process.

@@ -1,0 +1,236 @@
+// Typed JSON access with field paths in every error (see json_fields.hpp).
+#include "calbin/json_fields.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace calbin::detail {
+namespace {
+
+constexpr size_t kMaxQuoted = 80;
+
+std::string type_name(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+[[noreturn]] void wrong_type(const Json& value, const std::string& field, std::string_view want) {
+  throw FieldError{
+      field, "expected " + std::string(want) + ", got " + type_name(value) + " " + describe(value)};
+}
+
+// nlohmann reports a byte offset; people fix files by line and column.
+std::string position_of(std::string_view text, size_t byte) {
+  const size_t end = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  size_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(end - line_start + 1);
+}
+
+// Drops nlohmann's "[json.exception.out_of_range.406] " prefix.
+std::string without_exception_id(const std::string& what) {
+  const size_t at = what.find("] ");
+  return at == std::string::npos ? what : what.substr(at + 2);
+}
+
+// Also drops "parse error at line 1, column 2: ", which we state ourselves.
+std::string parse_error_detail(const std::string& what) {
+  const std::string text = without_exception_id(what);
+  const size_t at = text.find(": ");
+  return at == std::string::npos ? text : text.substr(at + 2);
+}
+
+}  // namespace
+
+std::string join(std::string_view path, std::string_view key) {
+  if (path.empty()) {
+    return std::string(key);
+  }
+  return std::string(path) + "." + std::string(key);
+}
+
+std::string join(std::string_view path, size_t index) {
+  return std::string(path) + "[" + std::to_string(index) + "]";
+}
+
+std::string describe(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMaxQuoted) {
+    text.resize(kMaxQuoted);
+    text += "...";
+  }
+  return text;
+}
+
+std::string quote(std::string_view text) { return describe(Json(std::string(text))); }
+
+Json parse_json_text(std::string_view text) {
+  const Json::parser_callback_t limit_depth = [](int depth, Json::parse_event_t, Json&) {
+    if (depth > kMaxJsonDepth) {
+      throw FieldError{"", "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), limit_depth);
+  } catch (const Json::parse_error& error) {
+    throw FieldError{"", "malformed JSON at " + position_of(text, error.byte) + ": " +
+                             parse_error_detail(error.what())};
+  } catch (const Json::out_of_range& error) {
+    // nlohmann reports numbers beyond double's range (1e999) this way, without a position.
+    throw FieldError{"", "malformed JSON: " + without_exception_id(error.what())};
+  }
+}
+
+uint64_t as_u64(const Json& value, const std::string& field) {
+  if (value.is_number_integer() && !value.is_number_unsigned()) {
+    throw FieldError{field, "negative value " + describe(value) +
+                                " where an unsigned integer is "
+                                "expected"};
+  }
+  if (!value.is_number_unsigned()) {
+    wrong_type(value, field, "an unsigned integer");
+  }
+  return value.get<uint64_t>();
+}
+
+uint32_t as_u32(const Json& value, const std::string& field) {
+  const uint64_t wide = as_u64(value, field);
+  if (wide > std::numeric_limits<uint32_t>::max()) {
+    throw FieldError{field, "value " + describe(value) + " does not fit in 32 bits"};
+  }
+  return static_cast<uint32_t>(wide);
+}
+
+int as_int(const Json& value, const std::string& field) {
+  if (!value.is_number_integer()) {
+    wrong_type(value, field, "an integer");
+  }
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+      throw FieldError{field, "value " + describe(value) + " is out of range"};
+    }
+    return static_cast<int>(value.get<uint64_t>());
+  }
+  const int64_t wide = value.get<int64_t>();
+  if (wide < std::numeric_limits<int>::min()) {
+    throw FieldError{field, "value " + describe(value) + " is out of range"};
+  }
+  return static_cast<int>(wide);
+}
+
+int64_t as_dim(const Json& value, const std::string& field) {
+  if (!value.is_number_integer()) {
+    wrong_type(value, field, "an integer dimension");
+  }
+  if (!value.is_number_unsigned() || value.get<uint64_t>() == 0) {
+    throw FieldError{field, "dimension " + describe(value) + " must be > 0"};
+  }
+  if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw FieldError{field, "dimension " + describe(value) + " overflows 64-bit arithmetic"};
+  }
+  return static_cast<int64_t>(value.get<uint64_t>());
+}
+
+double as_double(const Json& value, const std::string& field) {
+  if (!value.is_number()) {
+    wrong_type(value, field, "a number");
+  }
+  // Defensive: the parser refuses 1e999, and JSON could not write infinity back anyway.
+  if (!std::isfinite(value.get<double>())) {
+    throw FieldError{field, "number " + describe(value) + " is out of range"};
+  }
+  return value.get<double>();
+}
+
+bool as_bool(const Json& value, const std::string& field) {
+  if (!value.is_boolean()) {
+    wrong_type(value, field, "a boolean");
+  }
+  return value.get<bool>();
+}
+
+std::string as_string(const Json& value, const std::string& field) {
+  if (!value.is_string()) {
+    wrong_type(value, field, "a string");
+  }
+  return value.get<std::string>();
+}
+
+const Json& as_array(const Json& value, const std::string& field) {
+  if (!value.is_array()) {
+    wrong_type(value, field, "an array");
+  }
+  return value;
+}
+
+Fields::Fields(const Json& value, std::string path) : value_(value), path_(std::move(path)) {
+  if (!value_.is_object()) {
+    wrong_type(value_, path_.empty() ? "(document)" : path_, "an object");
+  }
+}
+
+bool Fields::has(std::string_view key) const { return value_.contains(key); }
+
+const Json& Fields::require(std::string_view key) const {
+  const auto found = value_.find(key);
+  if (found == value_.end()) {
+    throw FieldError{at(key), "missing required field"};
+  }
+  return *found;
+}
+
+uint64_t Fields::u64(std::string_view key) const { return as_u64(require(key), at(key)); }
+uint64_t Fields::u64(std::string_view key, uint64_t fallback) const {
+  return has(key) ? u64(key) : fallback;
+}
+uint32_t Fields::u32(std::string_view key) const { return as_u32(require(key), at(key)); }
+uint32_t Fields::u32(std::string_view key, uint32_t fallback) const {
+  return has(key) ? u32(key) : fallback;
+}
+int Fields::i32(std::string_view key) const { return as_int(require(key), at(key)); }
+int Fields::i32(std::string_view key, int fallback) const { return has(key) ? i32(key) : fallback; }
+double Fields::f64(std::string_view key) const { return as_double(require(key), at(key)); }
+double Fields::f64(std::string_view key, double fallback) const {
+  return has(key) ? f64(key) : fallback;
+}
+bool Fields::boolean(std::string_view key, bool fallback) const {
+  return has(key) ? as_bool(require(key), at(key)) : fallback;
+}
+std::string Fields::str(std::string_view key) const { return as_string(require(key), at(key)); }
+std::string Fields::str(std::string_view key, std::string fallback) const {
+  return has(key) ? str(key) : fallback;
+}
+Fields Fields::object(std::string_view key) const { return Fields(require(key), at(key)); }
+const Json& Fields::array(std::string_view key) const { return as_array(require(key), at(key)); }
+
+const Json& Fields::array_or_empty(std::string_view key) const {
+  static const Json kEmpty = Json::array();
+  return has(key) ? array(key) : kEmpty;
+}
+
+}  // namespace calbin::detail

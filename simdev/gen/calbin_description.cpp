@@ -1,0 +1,134 @@
+#include "simdev/gen/calbin_description.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "calbin/sha256.hpp"
+#include "simdev/gen/llm_models.hpp"
+#include "simdev/gen/memory_plan.hpp"
+
+namespace simdev::gen {
+namespace {
+
+namespace fs = std::filesystem;
+
+calbin::LlmInfo llm_info(const ModelConfig& c) {
+  calbin::LlmInfo llm;
+  llm.vocab = c.vocab;
+  llm.context = c.context;
+  llm.batch = c.batch;
+  llm.layers = c.layers;
+  llm.hidden = c.hidden;
+  llm.q_heads = c.q_heads;
+  llm.kv_heads = c.kv_heads;
+  llm.head_dim = c.head_dim;
+  llm.ffn = c.ffn;
+  llm.experts = c.experts;
+  llm.active_experts = c.active_experts;
+  llm.prefill_chunk = c.prefill_chunk;
+  llm.rope_theta = c.rope_theta;
+  llm.rms_eps = c.rms_eps;
+  llm.k_dtype = calbin::Dtype::kBf16;
+  llm.v_dtype = calbin::Dtype::kBf16;
+  llm.partition = "tensor_parallel";
+  llm.tokenizer_context = c.tokenizer_context;
+  return llm;
+}
+
+// The MoE keys appear only for MoE models, so dense manifests stay as they were.
+calbin::Provenance provenance(const ModelConfig& c, const GenOptions& options,
+                              const ProvenanceNote& note) {
+  nlohmann::ordered_json config = {{"preset", options.preset},
+                                   {"seed", options.seed},
+                                   {"golden", options.with_golden},
+                                   {"long_cases", options.long_cases},
+                                   {"layers", c.layers},
+                                   {"hidden", c.hidden},
+                                   {"q_heads", c.q_heads},
+                                   {"kv_heads", c.kv_heads},
+                                   {"head_dim", c.head_dim},
+                                   {"ffn", c.ffn}};
+  if (c.experts > 0) {
+    config["experts"] = c.experts;
+    config["active_experts"] = c.active_experts;
+  }
+  config["vocab"] = c.vocab;
+  config["context"] = c.context;
+  config["prefill_chunk"] = c.prefill_chunk;
+  config["chips"] = c.chips;
+  config["rope_theta"] = c.rope_theta;
+  config["rms_eps"] = c.rms_eps;
+  config[note.key] = note.text;
+  calbin::Provenance p;
+  p.generator = "simdev gen";
+  p.compiler_commit = "n/a";
+  p.kernel_commit = "n/a";
+  p.command = options.command_line.empty() ? equivalent_command(options) : options.command_line;
+  p.config = config.dump();
+  return p;
+}
+
+calbin::Result<calbin::FileEntry> file_entry(const fs::path& dir, const std::string& relative) {
+  const fs::path path = dir / relative;
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) {
+    return calbin::fail(path.string(), "", "cannot stat: " + error.message());
+  }
+  auto digest = calbin::sha256_file(path);
+  if (!digest) {
+    return tl::unexpected(digest.error());
+  }
+  return calbin::FileEntry{relative, size, *digest};
+}
+
+}  // namespace
+
+calbin::Result<calbin::Manifest> describe_calbin(const ModelConfig& config,
+                                                 const GenOptions& options, WeightsPart weights,
+                                                 const ProvenanceNote& note) {
+  auto models = describe_models(config);
+  if (!models) {
+    return tl::unexpected(models.error());
+  }
+  auto plan = plan_memory(config, weights.param_bytes, *models);
+  if (!plan) {
+    return tl::unexpected(plan.error());
+  }
+  calbin::Manifest m;
+  m.calbin_version = config.calbin_version_prefix + "-" + std::to_string(options.seed);
+  m.architecture = config.architecture;
+  m.runtime_abi = config.runtime_abi;
+  m.chips = config.chips;
+  m.chip_mask = (1u << config.chips) - 1;
+  m.device_memory_required = plan->device_memory_required;
+  m.llm = llm_info(config);
+  m.provenance = provenance(config, options, note);
+  m.param_blocks = std::move(weights.param_blocks);
+  m.reservations = std::move(plan->reservations);
+  m.weights = std::move(weights.weights);
+  m.models = std::move(*models);
+  return m;
+}
+
+calbin::Result<void> list_files(const fs::path& dir, const std::vector<std::string>& paths,
+                                calbin::Manifest& m) {
+  for (const std::string& path : paths) {
+    auto entry = file_entry(dir, path);
+    if (!entry) {
+      return tl::unexpected(entry.error());
+    }
+    m.files.push_back(std::move(*entry));
+  }
+  return {};
+}
+
+std::string equivalent_command(const GenOptions& options) {
+  std::string command = "simdev gen --preset " + options.preset + " --out " +
+                        options.out_dir.string() + " --seed " + std::to_string(options.seed);
+  command += options.with_golden ? "" : " --no-golden";
+  command += options.long_cases ? "" : " --no-long";
+  command += options.force ? " --force" : "";
+  return command;
+}
+
+}  // namespace simdev::gen

@@ -1,0 +1,94 @@
+#include "simdev/gen/op_builders.hpp"
+
+namespace simdev::gen::ops {
+
+ChipShape chip_shape(const ModelConfig& c, calbin::ModelType type) {
+  ChipShape s;
+  const bool prefill = type == calbin::ModelType::kPrefill;
+  s.tokens = prefill ? c.prefill_chunk : 1;
+  s.key_pairs = prefill ? s.tokens * (s.tokens + 1) / 2 : c.context;
+  s.kv_slots = prefill ? s.tokens : c.context;
+  s.hidden = c.hidden;
+  s.head_dim = c.head_dim;
+  s.q_heads = c.q_heads / c.chips;
+  s.kv_heads = c.kv_heads / c.chips;
+  s.ffn = c.ffn / c.chips;
+  s.vocab = c.vocab / c.chips;
+  s.experts = c.experts;
+  s.active_experts = c.active_experts;
+  return s;
+}
+
+std::vector<int64_t> dims(std::initializer_list<uint64_t> values) {
+  std::vector<int64_t> out;
+  for (const uint64_t v : values) {
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
+calbin::Op op(std::string type, std::string name, int layer, std::vector<int64_t> shape,
+              calbin::Dtype dtype, uint64_t flops, uint64_t bytes) {
+  return calbin::Op{std::move(type), std::move(name), layer, std::move(shape), dtype, flops, bytes};
+}
+
+calbin::Op quant_matmul(std::string name, int layer, uint64_t rows, uint64_t out, uint64_t in) {
+  const uint64_t bytes = out * in + out * kF32Bytes + rows * (in + out) * kActBytes;
+  return op("quant_matmul_add", std::move(name), layer, dims({rows, out, in}), calbin::Dtype::kInt8,
+            2 * rows * out * in, bytes);
+}
+
+calbin::Op rmsnorm(std::string name, int layer, uint64_t rows, uint64_t width) {
+  return op("fused_rmsnorm", std::move(name), layer, dims({rows, width}), calbin::Dtype::kBf16,
+            4 * rows * width, (2 * rows * width + width) * kActBytes);
+}
+
+calbin::Op rope(std::string name, int layer, const ChipShape& s) {
+  const uint64_t rotated = (s.q_heads + s.kv_heads) * s.head_dim;
+  return op("rope", std::move(name), layer, dims({s.tokens, s.q_heads + s.kv_heads, s.head_dim}),
+            calbin::Dtype::kBf16, 10 * s.tokens * rotated, 2 * s.tokens * rotated * kActBytes);
+}
+
+calbin::Op flash_attention(std::string name, int layer, const ChipShape& s) {
+  const uint64_t kv_bytes = 2 * s.kv_heads * s.head_dim * s.kv_slots * kActBytes;
+  const uint64_t q_o_bytes = 2 * s.tokens * s.q_heads * s.head_dim * kActBytes;
+  return op("flash_attention", std::move(name), layer, dims({s.tokens, s.q_heads, s.head_dim}),
+            calbin::Dtype::kBf16, 4 * s.key_pairs * s.q_heads * s.head_dim, kv_bytes + q_o_bytes);
+}
+
+calbin::Op silu_mul(std::string name, int layer, uint64_t rows, uint64_t width) {
+  return op("silu_mul", std::move(name), layer, dims({rows, width}), calbin::Dtype::kBf16,
+            5 * rows * width, 3 * rows * width * kActBytes);
+}
+
+calbin::Op allreduce(std::string name, int layer, const ChipShape& s) {
+  const uint64_t elements = s.tokens * s.hidden;
+  return op("d2d_allreduce", std::move(name), layer, dims({s.tokens, s.hidden}),
+            calbin::Dtype::kF32, elements, 2 * elements * kF32Bytes);
+}
+
+calbin::Op embedding(const ChipShape& s) {
+  return op("embedding", "embedding", -1, dims({s.tokens, s.hidden}), calbin::Dtype::kBf16, 0,
+            s.tokens * (4 + 2 * s.hidden * kActBytes));
+}
+
+calbin::Op logits_gather(const ChipShape& s) {
+  const uint64_t full_vocab = s.vocab * 2;
+  return op("d2d_gather", "logits_gather", -1, dims({1, full_vocab}), calbin::Dtype::kBf16, 0,
+            2 * full_vocab * kActBytes);
+}
+
+std::vector<calbin::ChipOps> on_every_chip(const std::vector<calbin::Op>& ops, uint32_t chips) {
+  std::vector<calbin::ChipOps> out;
+  for (uint32_t chip = 0; chip < chips; ++chip) {
+    out.push_back({chip, ops});
+  }
+  return out;
+}
+
+uint64_t round_up_to_page(uint64_t bytes) {
+  constexpr uint64_t kPage = 4096;
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
+}  // namespace simdev::gen::ops
