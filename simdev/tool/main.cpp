@@ -40,7 +40,7 @@ int run_gen(simdev::gen::GenOptions options) {
 
 int run_presets() {
   for (const auto& preset : simdev::gen::presets()) {
-    std::printf("%-12s %-11s %s\n", preset.name.c_str(),
+    std::printf("%-16s %-11s %s\n", preset.name.c_str(),
                 preset.functional ? "functional" : "timing", preset.description.c_str());
   }
   return 0;
