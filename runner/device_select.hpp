@@ -1,0 +1,41 @@
+// Choosing the runtime behind `--device`: the simulator linked into this process, a runtime
+// shared library by path (how real hardware is reached, through a vendor shim), or, later,
+// the simulator as a service over a socket. Every backend ends in the same calrt::Api, so
+// nothing after device selection knows which one it talks to.
+#pragma once
+
+#include <string>
+
+#include "abi/calrt.hpp"
+
+namespace runner {
+
+struct DeviceSpec {
+  enum class Backend { in_process, library, service };
+  Backend backend = Backend::in_process;
+  std::string target;  // library path or socket address; empty for in_process
+  calrt::DeviceKind kind = calrt::DeviceKind::sim;
+  uint32_t index = 0;
+  std::string config;  // passed to Device_Create as is
+};
+
+// Parses `--device`: "sim" (in process), "unix:SOCKET" (service), anything else is a path
+// to a runtime library; `kind` is "sim" or "pcie". Throws std::invalid_argument for an empty
+// device or an unknown kind.
+DeviceSpec parse_device(const std::string& text, const std::string& kind = "sim",
+                        uint32_t index = 0, std::string config = {});
+const char* to_string(DeviceSpec::Backend backend);
+// "sim (in-process)", "build/.../libcalrt_sim.so", ...
+std::string describe(const DeviceSpec& spec);
+
+// Loads the runtime of `spec` and checks its table. Throws calrt::LoadError (naming the
+// library) or calrt::Error (UNIMPLEMENTED for a backend this build lacks).
+calrt::Api open_runtime(const DeviceSpec& spec);
+
+// Opens the device of `spec` through `api` (Device_Create).
+calrt::Device open_device(const calrt::Api& api, const DeviceSpec& spec, calrt::Timeout timeout);
+
+// Whether this build links the simulator in process (`--device sim`).
+bool in_process_simulator_available();
+
+}  // namespace runner

@@ -1,0 +1,41 @@
+// Host-side conversion between logical tensors and a mapped buffer's physical bytes.
+//
+// The layout always comes from the tensor descriptor: row-major, or tiled with the
+// descriptor's tile_d0 (calbin/layout.hpp). Hard-coding the tile size (16 in today's
+// calbins) is the old adapter's known defect; nothing here assumes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "abi/calrt.hpp"
+
+namespace runner {
+
+// A descriptor's logical shape folded to [rows, cols] (leading dims into rows), and the
+// element count its physical layout holds. Throws std::runtime_error naming the tensor
+// when the descriptor is inconsistent (rank 0, a negative dim, tiled without tile_d0, or
+// bytes that do not match the shape, dtype and layout).
+struct Matrix2d {
+  size_t rows = 0;
+  size_t cols = 0;
+  size_t physical_elements = 0;
+};
+Matrix2d physical_shape(const calrt::TensorDesc& desc);
+
+// Bytes per element of the dtypes this runner reads or writes (int32, bf16, f32); throws
+// for the others.
+size_t element_bytes(calrt::Dtype dtype);
+
+// Reads logical row `row` of a bf16 or f32 tensor as FP32 (BF16 -> FP32 is exact).
+std::vector<float> read_row_f32(std::span<const std::byte> mapped, const calrt::TensorDesc& desc,
+                                size_t row = 0);
+
+// Writes `values` into logical row 0 of an int32 tensor and zeroes everything else (other
+// rows, the row's tail, tiling padding).
+void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
+                   std::span<const int32_t> values);
+
+}  // namespace runner

@@ -1,0 +1,177 @@
+// The simulated two-chiplet device: its state machine, objects and virtual clock. Not
+// thread-safe by itself; the runtime serialises every call on one device with a mutex.
+// Ids handed out are generation-checked: a stale id yields INVALID_HANDLE, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "abi/calrt.h"
+#include "simdev/device/buffer.hpp"
+#include "simdev/device/calbin_image.hpp"
+#include "simdev/device/device_config.hpp"
+#include "simdev/device/engine.hpp"
+#include "simdev/device/fault_plan.hpp"
+#include "simdev/device/handle_table.hpp"
+#include "simdev/device/job.hpp"
+#include "simdev/device/kv_handle.hpp"
+#include "simdev/device/tombstones.hpp"
+
+namespace simdev {
+
+struct DeviceStatus {
+  CalrtDeviceState state = CALRT_DEVICE_OPEN;
+  uint32_t chip_count = 0;
+  bool parallel_mode = false;
+  uint64_t error_count = 0;
+  uint64_t reset_count = 0;
+  TimePs now_ps = 0;
+  CalrtCode last_error = CALRT_OK;
+};
+
+struct ChipStatus {
+  CalrtChipHealth health = CALRT_CHIP_OK;
+  uint64_t dram_total_bytes = 0;
+  uint64_t dram_used_bytes = 0;
+  TimePs busy_ps = 0;
+};
+
+struct ConfigureResult {
+  TimePs duration_ps = 0;
+  std::vector<uint64_t> memory_used_bytes;
+};
+
+struct WaitOutcome {
+  CalrtWaitResult result = CALRT_WAIT_NOT_READY;
+  CalrtJobState state = CALRT_JOB_SUBMITTED;
+};
+
+struct KvInfo {
+  uint64_t capacity_tokens = 0;
+  uint64_t filled_tokens = 0;
+};
+
+struct KvCapacity {
+  uint64_t total_tokens = 0;
+  uint64_t free_tokens = 0;
+  uint64_t largest_free_tokens = 0;
+  uint64_t bytes_per_token_per_chip = 0;
+  uint32_t live_handles = 0;
+};
+
+struct TensorMapping {
+  void* data = nullptr;
+  uint64_t size_bytes = 0;
+};
+
+class Device {
+ public:
+  static constexpr uint32_t kMaxCalbins = 64;
+  static constexpr uint32_t kMaxBuffers = 1u << 16;
+  static constexpr uint32_t kMaxJobs = 1u << 16;
+  static constexpr uint32_t kMaxKvHandles = 1u << 16;
+  static constexpr size_t kMaxQueuedJobs = 256;
+
+  static Expected<std::unique_ptr<Device>> create(std::string_view config_text);
+  explicit Device(const DeviceConfig& config);
+
+  const DeviceConfig& config() const { return config_; }
+  void set_fault_plan(std::unique_ptr<FaultPlan> plan);
+
+  // Device.
+  DeviceStatus status() const;
+  Expected<ChipStatus> chip_status(uint32_t chip) const;
+  Expected<CalrtDeviceState> reset(CalrtResetLevel level, uint64_t timeout_ns);
+  Status set_parallel_mode(bool enable);
+
+  // Calbins.
+  Expected<ObjectId> calbin_create(const std::string& path, uint64_t timeout_ns);
+  Status calbin_destroy(ObjectId id);
+  Expected<const CalbinImage*> calbin(ObjectId id) const;
+  Expected<ConfigureResult> calbin_configure(ObjectId id, uint64_t timeout_ns);
+
+  // Buffers.
+  Expected<ObjectId> buffer_create(ObjectId calbin, std::string_view model_name,
+                                   CalrtDirection direction, uint32_t slot);
+  Status buffer_destroy(ObjectId id);
+  Expected<TensorMapping> buffer_map(ObjectId id, uint32_t tensor_index);
+  Status buffer_unmap(ObjectId id, uint32_t tensor_index);
+  Status buffer_set_csr(ObjectId id, uint32_t csr_index, uint64_t value);
+  Expected<uint64_t> buffer_get_csr(ObjectId id, uint32_t csr_index) const;
+
+  // Jobs.
+  Expected<ObjectId> job_submit(ObjectId calbin, std::string_view model_name, ObjectId input,
+                                ObjectId output);
+  Expected<WaitOutcome> job_wait(ObjectId id, uint64_t timeout_ns);
+  Expected<const Job*> job(ObjectId id) const;
+  Status job_cancel(ObjectId id);
+  Status job_destroy(ObjectId id);
+
+  // KV.
+  Expected<ObjectId> kv_allocate(ObjectId calbin, uint64_t capacity_tokens);
+  Status kv_apply(ObjectId kv, ObjectId input);
+  Status kv_free(ObjectId kv);
+  Status kv_clear(ObjectId kv);
+  Expected<KvInfo> kv_info(ObjectId kv) const;
+  Expected<KvCapacity> kv_capacity(ObjectId calbin) const;
+
+  // Statistics for tests and traces.
+  size_t max_event_queue_depth() const { return engine_.queue().max_depth(); }
+
+ private:
+  // Lookups: INVALID_HANDLE naming the kind when the id does not resolve.
+  Expected<CalbinImage*> find_calbin(ObjectId id) const;
+  Expected<Buffer*> find_buffer(ObjectId id) const;
+  Expected<Job*> find_job(ObjectId id) const;
+  Expected<KvHandle*> find_kv(ObjectId id) const;
+
+  CalrtDeviceState state() const;
+  Status require_usable(std::string_view call) const;  // WRONG_STATE when faulted/lost
+  TimePs timeout_ps(uint64_t timeout_ns) const;
+  Status check_owner(const Buffer& buffer, std::string_view action) const;
+  uint64_t used_by_other_calbins(ObjectId self, uint32_t chip) const;
+  Status load_weights(CalbinImage& image);
+
+  // Job lifecycle (device_jobs.cpp, job_execution.cpp).
+  Status validate_submit(ObjectId calbin_id, const CalbinImage& image, size_t model_index,
+                         ObjectId input_id, ObjectId output_id);
+  Status check_in_flight_limit(ObjectId calbin_id, const CalbinImage& image, uint32_t slot) const;
+  Expected<KvHandle*> applied_kv(const Buffer& input, calbin::ModelType type) const;
+  void enqueue(ObjectId job_id);
+  void start_next();
+  void on_job_start(ObjectId job_id);
+  void on_job_complete(ObjectId job_id);
+  void finish(Job& job, CalrtJobState state, CalrtCode code, std::string message);
+  Expected<TimePs> execute(Job& job);
+  void release_job_resources(Job& job);
+  void cancel_all(const std::string& reason);
+  void drop_calbin_objects(ObjectId calbin, bool keep_buffers_and_jobs);
+  void unconfigure(ObjectId id, CalbinImage& image);
+  size_t jobs_in_flight(ObjectId calbin) const;
+  size_t jobs_in_flight() const;
+
+  DeviceConfig config_;
+  Engine engine_;
+  std::unique_ptr<FaultPlan> fault_plan_;
+  HandleTable<CalbinImage> calbins_{kMaxCalbins};
+  HandleTable<Buffer> buffers_{kMaxBuffers};
+  HandleTable<Job> jobs_{kMaxJobs};
+  HandleTable<KvHandle> kvs_{kMaxKvHandles};
+  Tombstones tombstones_;
+  std::deque<ObjectId> job_queue_;       // submitted, waiting for the compute pipeline
+  std::optional<ObjectId> running_job_;  // the job on the compute pipeline
+  std::vector<TimePs> chip_busy_ps_;
+  uint64_t next_serial_ = 1;
+  bool parallel_mode_ = false;
+  bool faulted_ = false;
+  bool lost_ = false;
+  uint64_t error_count_ = 0;
+  uint64_t reset_count_ = 0;
+  CalrtCode last_error_ = CALRT_OK;
+};
+
+}  // namespace simdev

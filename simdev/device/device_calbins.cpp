@@ -1,0 +1,215 @@
+// Device: loading, configuring and unloading calbins.
+#include <cstdio>
+
+#include "simdev/device/cost_model.hpp"
+#include "simdev/device/device.hpp"
+
+namespace simdev {
+namespace {
+
+constexpr const char* kRuntimeAbiMajorMinor = "0.7";
+
+// "0.7.6" and "0.7" both name ABI 0.7; anything else is another runtime.
+bool abi_matches(const std::string& runtime_abi) {
+  const std::string prefix = kRuntimeAbiMajorMinor;
+  return runtime_abi == prefix || runtime_abi.rfind(prefix + ".", 0) == 0;
+}
+
+Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path, uint32_t device_chips) {
+  auto manifest = calbin::read_manifest(path);
+  if (!manifest) {
+    return fail(CALRT_CALBIN_INVALID, manifest.error().to_string());
+  }
+  if (auto verified = calbin::verify_files(path, *manifest); !verified) {
+    return fail(CALRT_CALBIN_INVALID, verified.error().to_string());
+  }
+  if (manifest->chips == 0 || manifest->chips > device_chips) {
+    return fail(CALRT_CALBIN_MISMATCH,
+                "calbin \"" + path + "\" needs " + std::to_string(manifest->chips) +
+                    " chips; the device has " + std::to_string(device_chips));
+  }
+  if (!abi_matches(manifest->runtime_abi)) {
+    return fail(CALRT_CALBIN_MISMATCH, "calbin \"" + path + "\" targets runtime ABI \"" +
+                                           manifest->runtime_abi + "\"; this runtime is 0.7.6");
+  }
+  auto kv = kv_geometry(*manifest);
+  if (!kv) {
+    return tl::unexpected(kv.error());
+  }
+  auto image = std::make_unique<CalbinImage>();
+  image->dir = path;
+  image->manifest = std::move(*manifest);
+  image->kv = *kv;
+  return image;
+}
+
+}  // namespace
+
+Expected<ObjectId> Device::calbin_create(const std::string& path, uint64_t timeout_ns) {
+  if (auto usable = require_usable("Calbin_Create"); !usable) {
+    return tl::unexpected(usable.error());
+  }
+  (void)timeout_ns;  // reading the manifest takes no device time
+  auto image = read_image(path, static_cast<uint32_t>(config_.chips));
+  if (!image) {
+    return tl::unexpected(image.error());
+  }
+  (*image)->serial = next_serial_++;
+  auto id = calbins_.insert(std::move(*image));
+  if (!id) {
+    return fail(CALRT_OUT_OF_RANGE,
+                "too many calbins loaded (limit " + std::to_string(kMaxCalbins) + ")");
+  }
+  return *id;
+}
+
+Status Device::calbin_destroy(ObjectId id) {
+  auto image = find_calbin(id);
+  if (!image) {
+    return tl::unexpected(image.error());
+  }
+  drop_calbin_objects(id, /*keep_buffers_and_jobs=*/false);
+  tombstones_.bury(id, "calbin #" + std::to_string((*image)->serial) + " was destroyed");
+  calbins_.erase(id);
+  return {};
+}
+
+Expected<const CalbinImage*> Device::calbin(ObjectId id) const {
+  auto image = find_calbin(id);
+  if (!image) {
+    return tl::unexpected(image.error());
+  }
+  return *image;
+}
+
+Status Device::load_weights(CalbinImage& image) {
+  if (image.manifest.timing_only) {
+    return {};  // timing-only calbins carry op lists and sizes, no weights
+  }
+  auto dims = model_dims(image.manifest);
+  if (!dims) {
+    return tl::unexpected(dims.error());
+  }
+  std::vector<ChipWeights> weights;
+  for (uint32_t c = 0; c < image.manifest.chips; ++c) {
+    auto chip = load_chip_weights(image.dir, image.manifest, *dims, c);
+    if (!chip) {
+      return tl::unexpected(chip.error());
+    }
+    weights.push_back(std::move(*chip));
+  }
+  image.dims = *dims;
+  image.weights = std::move(weights);
+  return {};
+}
+
+Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout_ns) {
+  auto found = find_calbin(id);
+  if (!found) {
+    return tl::unexpected(found.error());
+  }
+  CalbinImage& image = **found;
+  if (auto usable = require_usable("Calbin_Configure"); !usable) {
+    return tl::unexpected(usable.error());
+  }
+  if (image.configured) {
+    return fail(CALRT_WRONG_STATE,
+                "calbin #" + std::to_string(image.serial) + " is already configured");
+  }
+  if (jobs_in_flight() > 0) {
+    return fail(CALRT_WRONG_STATE, "Calbin_Configure is not allowed: device is RUNNING (" +
+                                       std::to_string(jobs_in_flight()) + " jobs in flight)");
+  }
+  auto terms = memory_terms(image.manifest, image.kv);
+  if (!terms) {
+    return tl::unexpected(terms.error());
+  }
+  ConfigureResult result;
+  for (uint32_t c = 0; c < terms->size(); ++c) {
+    const auto& chip_terms = (*terms)[c];
+    auto fits =
+        check_capacity(c, chip_terms, config_.dram_usable_bytes(), used_by_other_calbins(id, c));
+    if (!fits) {
+      return tl::unexpected(fits.error());
+    }
+    result.memory_used_bytes.push_back(chip_terms.total());
+  }
+  if (auto fault = fault_plan_->on_configure(image.serial, engine_.now())) {
+    return tl::unexpected(*fault);
+  }
+  uint64_t param_bytes = 0;
+  for (const auto& t : *terms) {
+    param_bytes += t.params;
+  }
+  result.duration_ps = configure_ps(param_bytes, image.manifest.param_blocks.size(), config_);
+  const TimePs limit = timeout_ps(timeout_ns);
+  if (result.duration_ps > limit) {
+    engine_.advance_to(saturating_add(engine_.now(), limit));
+    return fail(CALRT_DEVICE_HUNG, "configure of calbin #" + std::to_string(image.serial) +
+                                       " needs " + std::to_string(ps_to_ns(result.duration_ps)) +
+                                       " ns of upload > timeout " +
+                                       std::to_string(ps_to_ns(limit)) + " ns");
+  }
+  if (auto loaded = load_weights(image); !loaded) {
+    return tl::unexpected(loaded.error());
+  }
+  engine_.advance_to(saturating_add(engine_.now(), result.duration_ps));
+  image.memory_used_bytes = result.memory_used_bytes;
+  image.kv_allocator = std::make_unique<KvAllocator>(image.kv.total_tokens);
+  image.configured = true;
+  return result;
+}
+
+void Device::unconfigure(ObjectId id, CalbinImage& image) {
+  // The chip lost its DRAM contents: weights, KV reservation and every KV handle go.
+  drop_calbin_objects(id, /*keep_buffers_and_jobs=*/true);
+  image.configured = false;
+  image.weights.clear();
+  image.dims.reset();
+  image.kv_allocator.reset();
+  image.memory_used_bytes.clear();
+}
+
+void Device::drop_calbin_objects(ObjectId calbin_id, bool keep_buffers_and_jobs) {
+  std::vector<ObjectId> doomed;
+  jobs_.for_each([&](ObjectId id, const Job& job) {
+    if (job.calbin == calbin_id) {
+      doomed.push_back(id);
+    }
+  });
+  for (ObjectId id : doomed) {
+    (void)job_cancel(id);
+    if (!keep_buffers_and_jobs) {
+      tombstones_.bury(
+          id, "job #" + std::to_string(jobs_.find(id)->serial) + " was released with its calbin");
+      jobs_.erase(id);
+    }
+  }
+  doomed.clear();
+  kvs_.for_each([&](ObjectId id, const KvHandle& kv) {
+    if (kv.calbin == calbin_id) {
+      doomed.push_back(id);
+    }
+  });
+  for (ObjectId id : doomed) {
+    tombstones_.bury(id, "kv handle #" + std::to_string(kvs_.find(id)->serial) +
+                             " was released with its calbin's configuration");
+    kvs_.erase(id);
+  }
+  if (keep_buffers_and_jobs) {
+    return;
+  }
+  doomed.clear();
+  buffers_.for_each([&](ObjectId id, const Buffer& buffer) {
+    if (buffer.calbin == calbin_id) {
+      doomed.push_back(id);
+    }
+  });
+  for (ObjectId id : doomed) {
+    tombstones_.bury(id, "buffer #" + std::to_string(buffers_.find(id)->serial) +
+                             " was released with its calbin");
+    buffers_.erase(id);
+  }
+}
+
+}  // namespace simdev

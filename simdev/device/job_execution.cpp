@@ -1,0 +1,176 @@
+// Device: what a job does when it starts on the device. CSRs and inputs are honoured as the
+// hardware does: checked against the model and the KV handle, never corrected.
+#include <algorithm>
+#include <cstring>
+
+#include "calbin/bf16.hpp"
+#include "calbin/layout.hpp"
+#include "simdev/device/cost_model.hpp"
+#include "simdev/device/device.hpp"
+#include "simdev/device/executor.hpp"
+
+namespace simdev {
+namespace {
+
+struct StepPlan {
+  uint64_t cur = 1;    // cur_seq_len
+  uint64_t past = 0;   // past_kv_cur_seq_len
+  uint64_t chunk = 1;  // tokens one submission of this model can carry
+};
+
+uint64_t element_count(const calbin::TensorDesc& desc) {
+  uint64_t count = 1;
+  for (int64_t dim : desc.shape) {
+    count *= static_cast<uint64_t>(std::max<int64_t>(dim, 0));
+  }
+  return count;
+}
+
+std::optional<size_t> find_role(const std::vector<calbin::TensorDesc>& tensors,
+                                calbin::TensorRole role) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].role == role) {
+      return i;
+    }
+  }
+  return std::nullopt;
+}
+
+// A CSR's value by name; the conventional index when the calbin does not name it.
+std::pair<uint64_t, std::string> csr(const calbin::Model& model,
+                                     const std::vector<uint64_t>& values, const char* name,
+                                     uint32_t fallback_index) {
+  for (size_t i = 0; i < model.csrs.size() && i < values.size(); ++i) {
+    if (model.csrs[i].name == name) {
+      return {values[i], std::string(name) + " (index " + std::to_string(i) + ")"};
+    }
+  }
+  const uint64_t value = fallback_index < values.size() ? values[fallback_index] : 0;
+  return {value, std::string(name) + " (index " + std::to_string(fallback_index) + ")"};
+}
+
+Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Model& model,
+                             const std::vector<uint64_t>& csrs, const KvHandle& kv) {
+  StepPlan plan;
+  const auto [cur, cur_label] = csr(model, csrs, "cur_seq_len", 0);
+  const auto [past, past_label] = csr(model, csrs, "past_kv_cur_seq_len", 1);
+  plan.cur = cur;
+  plan.past = past;
+  const auto token = find_role(model.inputs, calbin::TensorRole::kToken);
+  plan.chunk = model.type == calbin::ModelType::kDecode
+                   ? 1
+                   : (token ? element_count(model.inputs[*token]) : manifest.llm.prefill_chunk);
+  if (cur < 1 || cur > plan.chunk) {
+    return fail(CALRT_OUT_OF_RANGE, "CSR " + cur_label + " = " + std::to_string(cur) +
+                                        " is outside [1, " + std::to_string(plan.chunk) + "] for " +
+                                        std::string(calbin::to_string(model.type)) + " model \"" +
+                                        model.name + "\"");
+  }
+  if (past > kv.range.tokens || cur > kv.range.tokens - past) {
+    return fail(CALRT_OUT_OF_RANGE, "CSR " + past_label + " = " + std::to_string(past) +
+                                        " + cur_seq_len " + std::to_string(cur) +
+                                        " exceeds the capacity " + std::to_string(kv.range.tokens) +
+                                        " of kv handle #" + std::to_string(kv.serial));
+  }
+  return plan;
+}
+
+Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Buffer& input,
+                                          calbin::TensorRole role, const char* what,
+                                          uint64_t count) {
+  const auto index = find_role(model.inputs, role);
+  if (!index) {
+    return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no " + what + " input");
+  }
+  const calbin::TensorDesc& desc = model.inputs[*index];
+  const auto& bytes = input.tensors[*index];
+  if (desc.dtype != calbin::Dtype::kInt32 || bytes.size() < count * sizeof(int32_t)) {
+    return fail(CALRT_UNIMPLEMENTED,
+                "model \"" + model.name + "\" input \"" + desc.name + "\": the simulator reads " +
+                    what + " as int32 with at least " + std::to_string(count) + " elements");
+  }
+  std::vector<int32_t> values(count);
+  std::memcpy(values.data(), bytes.data(), count * sizeof(int32_t));
+  return values;
+}
+
+Status write_logits(const calbin::Model& model, Buffer& output, const std::vector<float>& logits) {
+  const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
+  if (!index) {
+    return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no logits output");
+  }
+  const calbin::TensorDesc& desc = model.outputs[*index];
+  const uint64_t cols = desc.shape.empty() ? 0 : static_cast<uint64_t>(desc.shape.back());
+  const uint64_t rows = cols == 0 ? 0 : element_count(desc) / cols;
+  const uint32_t d0 = desc.layout.kind == calbin::Layout::Kind::kTiled ? desc.layout.tile_d0 : 0;
+  const uint64_t physical = d0 == 0 ? rows * cols : calbin::tiled_element_count(rows, cols, d0);
+  auto& bytes = output.tensors[*index];
+  if (desc.dtype != calbin::Dtype::kBf16 || rows != 1 || cols != logits.size() ||
+      bytes.size() < physical * sizeof(uint16_t)) {
+    return fail(CALRT_UNIMPLEMENTED, "model \"" + model.name + "\" output \"" + desc.name +
+                                         "\": the simulator writes logits as bf16 [1, " +
+                                         std::to_string(logits.size()) + "]");
+  }
+  std::vector<uint16_t> logical(cols);
+  for (size_t i = 0; i < cols; ++i) {
+    logical[i] = calbin::f32_to_bf16(logits[i]);
+  }
+  std::vector<uint16_t> stored(physical, 0);
+  calbin::to_physical(logical.data(), stored.data(), rows, cols, d0);
+  std::memcpy(bytes.data(), stored.data(), stored.size() * sizeof(uint16_t));
+  return {};
+}
+
+Status run_functional(CalbinImage& image, const calbin::Model& model, const Buffer& input,
+                      Buffer& output, KvHandle& kv, const StepPlan& plan) {
+  auto tokens = read_int32(model, input, calbin::TensorRole::kToken, "tokens", plan.cur);
+  if (!tokens) {
+    return tl::unexpected(tokens.error());
+  }
+  auto positions = read_int32(model, input, calbin::TensorRole::kPosition, "positions", plan.cur);
+  if (!positions) {
+    return tl::unexpected(positions.error());
+  }
+  if (auto valid = validate_tokens(*tokens, image.dims->vocab); !valid) {
+    return valid;
+  }
+  kv.store.reserve_slots(plan.past + plan.cur);
+  const StepRequest request{*tokens, *positions, plan.past};
+  const std::vector<float> logits = run_step(*image.dims, image.weights, kv.store, request);
+  return write_logits(model, output, logits);
+}
+
+}  // namespace
+
+Expected<TimePs> Device::execute(Job& job) {
+  CalbinImage& image = *calbins_.find(job.calbin);
+  const calbin::Model& model = image.manifest.models[job.model_index];
+  Buffer& input = *buffers_.find(job.input);
+  Buffer& output = *buffers_.find(job.output);
+  for (auto& tensor : output.tensors) {
+    std::fill(tensor.begin(), tensor.end(), uint8_t{0});
+  }
+  JobShape shape;
+  KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
+  // kv_update models have no documented functional semantics yet: timing only.
+  if (kv != nullptr && model.type != calbin::ModelType::kKvUpdate) {
+    auto plan = plan_step(image.manifest, model, job.csrs, *kv);
+    if (!plan) {
+      return tl::unexpected(plan.error());
+    }
+    if (image.functional()) {
+      if (auto ran = run_functional(image, model, input, output, *kv, *plan); !ran) {
+        return tl::unexpected(ran.error());
+      }
+    }
+    kv->filled_tokens = std::max(kv->filled_tokens, plan->past + plan->cur);
+    shape = JobShape{plan->cur, plan->chunk};
+  }
+  const JobCost cost = job_cost(image.manifest, model, shape, config_);
+  for (size_t c = 0; c < cost.chip_compute_ps.size() && c < chip_busy_ps_.size(); ++c) {
+    chip_busy_ps_[c] = saturating_add(chip_busy_ps_[c], cost.chip_compute_ps[c]);
+  }
+  return cost.total_ps;
+}
+
+}  // namespace simdev

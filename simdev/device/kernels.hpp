@@ -1,0 +1,39 @@
+// The device's compute kernels, written for the simulator: plain C++ whose inner loops run
+// over contiguous memory without cross-iteration float reductions, so the compiler can
+// vectorise them without fast-math (results stay bit-reproducible across runs).
+// Matrices are row-major; weight matrices are [out, in] (nn.Linear convention).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace simdev::kernels {
+
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for each of rows rows of dim values.
+void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, float eps);
+
+// Symmetric per-row int8 quantisation: scale[r] = max|x[r]| / 127, q = round(x / scale)
+// clamped to [-127, 127]. A zero row gets scale 0 and zero values.
+void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales);
+
+// out[r][o] = (sum_i a[r][i] * w[o][i]) * a_scale[r] * w_scale[o], int32 accumulation.
+void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
+                 const float* w_scales, size_t out_features, float* out);
+
+// out[o] = sum_i x[i] * w[o][i], FP32 (one activation row).
+void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out);
+
+// NeoX rotary embedding of one head in place: pairs (i, i + dim/2) rotate by
+// position * theta^(-2i/dim). Angles are computed in double for long positions.
+void rope_neox(float* head, size_t dim, int64_t position, double theta);
+
+// out[i] = silu(gate[i]) * up[i].
+void silu_mul(const float* gate, const float* up, float* out, size_t count);
+
+// One query row against slots [0, slot_count) of one KV head.
+//   k_transposed: [dim][stride] (dim-major, slot contiguous); v: [slot][dim].
+// scores must hold slot_count floats (scratch). out[dim] = softmax(q.K / sqrt(dim)) V.
+void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
+            size_t slot_count, size_t dim, float* scores, float* out);
+
+}  // namespace simdev::kernels

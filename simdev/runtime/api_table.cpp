@@ -1,0 +1,58 @@
+// The simulator's function table, shared by the in-process entry (calrt_sim_get_api) and
+// the shared library's exported CalrtGetApi.
+#include "simdev/runtime/entry_points.hpp"
+#include "simdev/runtime/sim_api.h"
+
+namespace {
+
+using namespace simdev::runtime;
+
+constexpr CalrtApi kApi = {
+    CALRT_API_STRUCT_SIZE,
+    nullptr,
+    CALRT_ABI_MAJOR,
+    CALRT_ABI_MINOR,
+    CALRT_ABI_PATCH,
+    &error_destroy,
+    &error_message,
+    &error_get_code,
+    &device_create,
+    &device_destroy,
+    &device_status,
+    &device_chip_status,
+    &device_reset,
+    &device_set_parallel_mode,
+    &calbin_create,
+    &calbin_destroy,
+    &calbin_get_info,
+    &calbin_get_model,
+    &calbin_get_tensor,
+    &calbin_get_csr,
+    &calbin_configure,
+    &buffer_create,
+    &buffer_destroy,
+    &buffer_map,
+    &buffer_unmap,
+    &buffer_set_csr,
+    &buffer_get_csr,
+    &job_submit,
+    &job_wait,
+    &job_status,
+    &job_cancel,
+    &job_destroy,
+    &kv_allocate,
+    &kv_apply,
+    &kv_free,
+    &kv_clear,
+    &kv_info,
+    &kv_capacity,
+};
+
+// A field added to CalrtApi without a slot here would shift every later entry.
+static_assert(CALRT_API_STRUCT_SIZE == sizeof(CalrtApi), "CalrtApi grew: extend kApi");
+
+}  // namespace
+
+extern "C" const CalrtApi* calrt_sim_get_api(uint32_t abi_major) {
+  return abi_major == CALRT_ABI_MAJOR ? &kApi : nullptr;
+}

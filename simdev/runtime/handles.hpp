@@ -1,0 +1,54 @@
+// Opaque ABI handles are numbers, never pointers to memory: kind (4 bits), device slot
+// (8 bits), object index (20 bits) and generation (32 bits) packed into the pointer value.
+// Decoding checks the kind and the generation, so a freed, double-freed or forged handle
+// is rejected with CALRT_INVALID_HANDLE and never dereferenced.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "simdev/device/device.hpp"
+#include "simdev/device/handle_table.hpp"
+
+namespace simdev::runtime {
+
+enum class HandleKind : uint32_t { kDevice = 1, kCalbin = 2, kBuffer = 3, kJob = 4, kKv = 5 };
+
+struct DecodedHandle {
+  HandleKind kind = HandleKind::kDevice;
+  ObjectId device;  // the device's registry id (index, generation)
+  ObjectId object;  // the object's id inside the device (unused for devices)
+};
+
+inline constexpr uint32_t kMaxDevices = 256;
+
+uintptr_t encode_handle(HandleKind kind, uint32_t device_index, ObjectId object);
+// nullopt when the value cannot be a handle of that kind.
+std::optional<std::pair<uint32_t, ObjectId>> decode_handle(uintptr_t value, HandleKind kind);
+
+template <class Handle>
+Handle* to_handle(HandleKind kind, uint32_t device_index, ObjectId object) {
+  return reinterpret_cast<Handle*>(encode_handle(kind, device_index, object));
+}
+
+// One open device: the mutex serialises every call on it.
+struct DeviceEntry {
+  std::mutex mutex;
+  std::unique_ptr<Device> device;  // null once destroyed
+  uint32_t index = 0;              // registry slot, packed into every handle of the device
+};
+
+// Registers a device; nullopt when kMaxDevices are open.
+std::optional<std::pair<ObjectId, std::shared_ptr<DeviceEntry>>> register_device(
+    std::unique_ptr<Device> device);
+// Looks a device up by its registry id (index from the handle, generation checked).
+std::shared_ptr<DeviceEntry> find_device(uint32_t index, uint32_t generation);
+// The device currently in registry slot index (object handles carry only the slot; their
+// own generation check inside the device rejects handles of an earlier device).
+std::shared_ptr<DeviceEntry> find_device_at(uint32_t index);
+// Removes a device from the registry; the caller then tears it down under its mutex.
+std::shared_ptr<DeviceEntry> unregister_device(uint32_t index, uint32_t generation);
+
+}  // namespace simdev::runtime

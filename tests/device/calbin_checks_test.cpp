@@ -1,0 +1,159 @@
+// What Calbin_Create and Calbin_Configure refuse, and how timing-only calbins run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "calbin/manifest.hpp"
+#include "sim_session.hpp"
+#include "simdev/gen/generate.hpp"
+
+namespace simdev::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A private copy of the tiny calbin with its manifest edited by `edit`.
+fs::path edited_copy(const std::string& name, void (*edit)(calbin::Manifest&)) {
+  const fs::path dir = fs::path(SIMDEV_TEST_BUILD_DIR) / "device-test-calbins" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  fs::copy(tiny_calbin(), dir, fs::copy_options::recursive);
+  auto manifest = calbin::read_manifest(dir);
+  EXPECT_TRUE(manifest);
+  edit(*manifest);
+  EXPECT_TRUE(calbin::write_manifest(dir, *manifest));
+  return dir;
+}
+
+struct Loaded {
+  CalrtDevice* device = nullptr;
+  CalrtCalbin* calbin = nullptr;
+  ApiError create;
+  ApiError configure;
+};
+
+Loaded load(const fs::path& dir, const char* config = nullptr) {
+  Loaded loaded;
+  auto create = make_args<Calrt_Device_Create_Args>(CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
+  create.kind = CALRT_DEVICE_SIM;
+  create.config = config;
+  EXPECT_EQ(take(api().Device_Create(&create)).code, CALRT_OK);
+  loaded.device = create.device;
+  const std::string path = dir.string();
+  auto calbin = make_args<Calrt_Calbin_Create_Args>(CALRT_CALBIN_CREATE_ARGS_STRUCT_SIZE);
+  calbin.device = loaded.device;
+  calbin.path = path.c_str();
+  loaded.create = take(api().Calbin_Create(&calbin));
+  loaded.calbin = calbin.calbin;
+  if (loaded.create.code == CALRT_OK) {
+    auto configure =
+        make_args<Calrt_Calbin_Configure_Args>(CALRT_CALBIN_CONFIGURE_ARGS_STRUCT_SIZE);
+    configure.calbin = loaded.calbin;
+    loaded.configure = take(api().Calbin_Configure(&configure));
+  }
+  return loaded;
+}
+
+void close(Loaded& loaded) {
+  auto destroy = make_args<Calrt_Device_Destroy_Args>(CALRT_DEVICE_DESTROY_ARGS_STRUCT_SIZE);
+  destroy.device = loaded.device;
+  EXPECT_EQ(take(api().Device_Destroy(&destroy)).code, CALRT_OK);
+}
+
+TEST(CalbinChecks, WeightOutsideItsFileIsInvalid) {
+  const fs::path dir = edited_copy("weight-outside", [](calbin::Manifest& m) {
+    for (auto& w : m.weights) {
+      if (w.name == "layers.1.attn.o_proj") {
+        w.offset += uint64_t{1} << 30;
+      }
+    }
+  });
+  Loaded loaded = load(dir);
+  ASSERT_EQ(loaded.create.code, CALRT_OK) << loaded.create.message;
+  EXPECT_EQ(loaded.configure.code, CALRT_CALBIN_INVALID);
+  EXPECT_NE(loaded.configure.message.find("layers.1.attn.o_proj"), std::string::npos)
+      << loaded.configure.message;
+  EXPECT_NE(loaded.configure.message.find("param_blk"), std::string::npos)
+      << loaded.configure.message;
+  close(loaded);
+}
+
+TEST(CalbinChecks, OtherRuntimeAbiIsAMismatch) {
+  const fs::path dir = edited_copy("abi-0.8", [](calbin::Manifest& m) { m.runtime_abi = "0.8.0"; });
+  Loaded loaded = load(dir);
+  EXPECT_EQ(loaded.create.code, CALRT_CALBIN_MISMATCH);
+  EXPECT_NE(loaded.create.message.find("0.8.0"), std::string::npos) << loaded.create.message;
+  close(loaded);
+  Loaded one_chip = load(tiny_calbin(), "chips=1");
+  EXPECT_EQ(one_chip.create.code, CALRT_CALBIN_MISMATCH);
+  close(one_chip);
+}
+
+TEST(CalbinChecks, TimingOnlyCalbinRunsWithZeroOutputs) {
+  const fs::path dir = fs::path(SIMDEV_TEST_BUILD_DIR) / "device-test-calbins" / "qwen3-30b";
+  if (!fs::exists(dir / "manifest.json")) {
+    gen::GenOptions options;
+    options.preset = "qwen3-30b-a3b";
+    options.out_dir = dir;
+    options.force = true;
+    auto made = gen::generate(options);
+    ASSERT_TRUE(made) << made.error().to_string();
+  }
+  Loaded loaded = load(dir);
+  ASSERT_EQ(loaded.create.code, CALRT_OK) << loaded.create.message;
+  ASSERT_EQ(loaded.configure.code, CALRT_OK) << loaded.configure.message;
+  auto model = make_args<Calrt_Calbin_GetModel_Args>(CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE);
+  model.calbin = loaded.calbin;
+  SIM_OK(api().Calbin_GetModel(&model));
+  const std::string name = model.name;
+  auto in = make_args<Calrt_Buffer_Create_Args>(CALRT_BUFFER_CREATE_ARGS_STRUCT_SIZE);
+  in.calbin = loaded.calbin;
+  in.model_name = name.c_str();
+  in.direction = CALRT_INPUT;
+  SIM_OK(api().Buffer_Create(&in));
+  auto out = in;
+  out.direction = CALRT_OUTPUT;
+  SIM_OK(api().Buffer_Create(&out));
+  auto alloc = make_args<Calrt_Kv_Allocate_Args>(CALRT_KV_ALLOCATE_ARGS_STRUCT_SIZE);
+  alloc.calbin = loaded.calbin;
+  alloc.capacity_tokens = 4096;
+  SIM_OK(api().Kv_Allocate(&alloc));
+  auto apply = make_args<Calrt_Kv_Apply_Args>(CALRT_KV_APPLY_ARGS_STRUCT_SIZE);
+  apply.kv = alloc.kv;
+  apply.input = in.buffer;
+  SIM_OK(api().Kv_Apply(&apply));
+  auto csr = make_args<Calrt_Buffer_SetCsr_Args>(CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
+  csr.buffer = in.buffer;
+  csr.value = 1;
+  SIM_OK(api().Buffer_SetCsr(&csr));
+  auto submit = make_args<Calrt_Job_Submit_Args>(CALRT_JOB_SUBMIT_ARGS_STRUCT_SIZE);
+  submit.calbin = loaded.calbin;
+  submit.model_name = name.c_str();
+  submit.input = in.buffer;
+  submit.output = out.buffer;
+  SIM_OK(api().Job_Submit(&submit));
+  auto wait = make_args<Calrt_Job_Wait_Args>(CALRT_JOB_WAIT_ARGS_STRUCT_SIZE);
+  wait.job = submit.job;
+  SIM_OK(api().Job_Wait(&wait));
+  EXPECT_EQ(wait.state, CALRT_JOB_COMPLETED);
+  auto status = make_args<Calrt_Job_Status_Args>(CALRT_JOB_STATUS_ARGS_STRUCT_SIZE);
+  status.job = submit.job;
+  SIM_OK(api().Job_Status(&status));
+  std::printf("qwen3-30b-a3b %s, 1 token: %llu ns device time\n", name.c_str(),
+              static_cast<unsigned long long>(status.end_time_ns - status.start_time_ns));
+  auto info = make_args<Calrt_Kv_Info_Args>(CALRT_KV_INFO_ARGS_STRUCT_SIZE);
+  info.kv = alloc.kv;
+  SIM_OK(api().Kv_Info(&info));
+  EXPECT_EQ(info.filled_tokens, 1u);
+  auto map = make_args<Calrt_Buffer_Map_Args>(CALRT_BUFFER_MAP_ARGS_STRUCT_SIZE);
+  map.buffer = out.buffer;
+  SIM_OK(api().Buffer_Map(&map));
+  const auto* bytes = static_cast<const unsigned char*>(map.data);
+  EXPECT_TRUE(std::all_of(bytes, bytes + map.size_bytes, [](unsigned char b) { return b == 0; }));
+  close(loaded);
+}
+
+}  // namespace
+}  // namespace simdev::test

@@ -1,0 +1,279 @@
+// End-to-end: the `calrt` executable on the tiny calbin of the `tiny_calbin` ctest fixture,
+// in process and through libcalrt_sim.so; the injected runner bugs; bad input. Exit codes:
+// 0 pass, 1 a step failed (found on the device), 2 usage or bad input (found on the host).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <ostream>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CalrtRun {
+  int exit_code = -1;  // -1: killed by a signal (a crash)
+  std::string output;  // stdout and stderr
+};
+
+CalrtRun run_calrt(const std::string& args) {
+  const std::string command = std::string("'") + CALRT_EXE + "' " + args + " 2>&1";
+  CalrtRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return run;
+  }
+  char chunk[4096];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0) {
+    run.output.append(chunk, got);
+  }
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
+
+// A scratch directory per test, removed afterwards.
+class ScratchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+    for (char& c : name) {
+      c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    }
+    dir_ = fs::temp_directory_path() / ("calrt_runner_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A private copy of the fixture's calbin, for tests that damage it.
+  fs::path copy_calbin() const {
+    const fs::path copy = dir_ / "calbin";
+    fs::copy(CALRT_TEST_CALBIN, copy, fs::copy_options::recursive);
+    return copy;
+  }
+
+  fs::path dir_;
+};
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream stream(path);
+  return nlohmann::json::parse(stream);
+}
+
+void expect_all_steps_pass(const CalrtRun& run, const fs::path& report_path) {
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json report = read_json(report_path);
+  EXPECT_EQ(report["result"], "PASS");
+  ASSERT_EQ(report["steps"].size(), 8u);
+  for (const auto& step : report["steps"]) {
+    EXPECT_EQ(step["status"], "PASS") << step.dump(2);
+  }
+  EXPECT_GE(report["metrics"]["cosine_min"]["value"].get<double>(), 0.995);
+  EXPECT_GE(report["metrics"]["greedy_agreement"]["value"].get<double>(), 0.95);
+}
+
+using SmokeTest = ScratchTest;
+
+TEST_F(SmokeTest, InProcessPasses) {
+  if (!CALRT_TEST_IN_PROCESS) {
+    GTEST_SKIP() << "calrt was built without the in-process simulator";
+  }
+  const fs::path report = dir_ / "report.json";
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device sim --json " + quoted(report));
+  expect_all_steps_pass(run, report);
+}
+
+TEST_F(SmokeTest, ThroughTheSimulatorLibraryPasses) {
+  const fs::path report = dir_ / "report.json";
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device " + quoted(CALRT_SIM_SO) +
+                " --device-config 'seed=1' --json " + quoted(report));
+  expect_all_steps_pass(run, report);
+  EXPECT_NE(run.output.find("(library)"), std::string::npos);
+}
+
+TEST_F(SmokeTest, DeviceSideErrorIsExitOne) {
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device-config 'bogus=1'");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("Device_Create: INVALID_ARGUMENT (request)"), std::string::npos)
+      << run.output;
+}
+
+TEST_F(SmokeTest, ModelNamesAreMatchedExactly) {
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --prefill-model qwen3_tiny_prefill");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("no model named exactly 'qwen3_tiny_prefill'"), std::string::npos)
+      << run.output;
+}
+
+struct BugCase {
+  const char* bug;
+  const char* pointing;  // a regex the diagnosis must match
+};
+
+// Readable test names in ctest instead of a byte dump of the parameter.
+void PrintTo(const BugCase& bug_case, std::ostream* out) { *out << bug_case.bug; }
+
+class InjectedBugTest : public ::testing::TestWithParam<BugCase> {};
+
+TEST_P(InjectedBugTest, FailsAndPointsAtTheCause) {
+  const CalrtRun run = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --cases len17,len2 " +
+                                 "--inject-runner-bug " + GetParam().bug);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("[FAIL] 7 decode"), std::string::npos) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex(GetParam().pointing))) << run.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bugs, InjectedBugTest,
+    ::testing::Values(
+        BugCase{"past-kv", R"(hint: past_kv_cur_seq_len \d+ != KV fill level \d+ before the job; )"
+                           R"(the positions start at the fill level)"},
+        BugCase{"position", R"(hint: position \d+ != past_kv_cur_seq_len \d+)"},
+        BugCase{"stale-kv", R"(fill level 0 before the job[^]*stale or wrong KV handle)"}),
+    [](const auto& param_info) {
+      std::string name = param_info.param.bug;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// Bad input: exit 2, a message naming the file and the field, no crash.
+struct BadInput {
+  const char* name;
+  std::function<std::string(const fs::path& calbin, const fs::path& scratch)> damage;  // args
+  std::vector<std::string> expected;  // substrings of the output
+};
+
+void edit_manifest(const fs::path& calbin, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json manifest = read_json(calbin / "manifest.json");
+  edit(manifest);
+  std::ofstream(calbin / "manifest.json") << manifest.dump(2);
+}
+
+std::vector<BadInput> bad_inputs() {
+  return {
+      {"missing_calbin_dir",
+       [](const fs::path&, const fs::path& s) { return quoted(s / "no_such_calbin"); },
+       {"no_such_calbin", "not a calbin directory"}},
+      {"missing_file",
+       [](const fs::path& c, const fs::path&) {
+         fs::remove(c / "param_blk2.bin");
+         return quoted(c);
+       },
+       {"param_blk2.bin", "missing"}},
+      {"truncated_param_block",
+       [](const fs::path& c, const fs::path&) {
+         fs::resize_file(c / "param_blk1.bin", fs::file_size(c / "param_blk1.bin") / 2);
+         return quoted(c);
+       },
+       {"param_blk1.bin", "size"}},
+      {"corrupt_file",
+       [](const fs::path& c, const fs::path&) {
+         std::fstream f(c / "param_blk0.bin", std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(10);
+         f.put('\x5A');
+         return quoted(c);
+       },
+       {"param_blk0.bin", "sha256"}},
+      {"malformed_manifest",
+       [](const fs::path& c, const fs::path&) {
+         std::ofstream(c / "manifest.json") << "{\"schema\": 1, ";
+         return quoted(c);
+       },
+       {"manifest.json", "malformed JSON"}},
+      {"unknown_dtype",
+       [](const fs::path& c, const fs::path&) {
+         edit_manifest(c,
+                       [](nlohmann::json& m) { m["models"][0]["inputs"][0]["dtype"] = "int77"; });
+         return quoted(c);
+       },
+       {"manifest.json", "models[0].inputs[0].dtype", "int77"}},
+      {"tensor_bigger_than_buffer",
+       [](const fs::path& c, const fs::path&) {
+         edit_manifest(c, [](nlohmann::json& m) {
+           auto& logits = m["models"][1]["outputs"][0];
+           logits["shape"][1] = logits["shape"][1].get<int64_t>() * 2;
+         });
+         return quoted(c);
+       },
+       {"manifest.json", "models[1].outputs[0]"}},
+      {"golden_dir_missing",
+       [](const fs::path& c, const fs::path&) {
+         fs::remove_all(c / "golden");
+         return quoted(c);
+       },
+       {"golden/", "missing"}},
+      {"golden_option_missing",
+       [](const fs::path& c, const fs::path& s) {
+         return quoted(c) + " --golden " + quoted(s / "no_golden");
+       },
+       {"no_golden", "golden directory does not exist"}},
+      {"unknown_case",
+       [](const fs::path& c, const fs::path&) { return quoted(c) + " --cases len17,nope"; },
+       {"--cases", "'nope'"}},
+      {"runtime_library_missing",
+       [](const fs::path& c, const fs::path& s) {
+         return quoted(c) + " --device " + quoted(s / "libnothing.so");
+       },
+       {"libnothing.so", "cannot load CalRT runtime"}},
+  };
+}
+
+void PrintTo(const BadInput& input, std::ostream* out) { *out << input.name; }
+
+class BadInputTest : public ScratchTest, public ::testing::WithParamInterface<BadInput> {};
+
+TEST_P(BadInputTest, ExitsTwoNamingTheFileAndField) {
+  const fs::path calbin = copy_calbin();
+  const fs::path report = dir_ / "report.json";
+  const std::string args = GetParam().damage(calbin, dir_);
+  const CalrtRun run = run_calrt("smoke " + args + " --json " + quoted(report));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  for (const std::string& text : GetParam().expected) {
+    EXPECT_NE(run.output.find(text), std::string::npos) << "missing '" << text << "' in\n"
+                                                        << run.output;
+  }
+  ASSERT_TRUE(fs::exists(report)) << run.output;
+  EXPECT_EQ(read_json(report)["result"], "ERROR");
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, BadInputTest, ::testing::ValuesIn(bad_inputs()),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Usage, NoArgumentsOrBadOptionsExitTwo) {
+  EXPECT_EQ(run_calrt("").exit_code, 2);
+  EXPECT_EQ(run_calrt("smoke").exit_code, 2);
+  EXPECT_EQ(run_calrt("smoke x --min-cosine 2").exit_code, 2);
+  EXPECT_EQ(run_calrt("smoke x --inject-runner-bug nonsense").exit_code, 2);
+  const CalrtRun help = run_calrt("smoke --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("TEST ONLY"), std::string::npos);
+}
+
+TEST(Info, ShowsDeviceAndChips) {
+  const CalrtRun run = run_calrt("info --device " + quoted(CALRT_SIM_SO));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("state OPEN"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("chip 0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("chip 1"), std::string::npos) << run.output;
+}
+
+}  // namespace
