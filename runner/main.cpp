@@ -4,10 +4,14 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <map>
 
+#include "runner/check.hpp"
 #include "runner/exit_codes.hpp"
 #include "runner/info.hpp"
+#include "runner/inspect.hpp"
+#include "runner/plan.hpp"
 #include "runner/smoke_options.hpp"
 
 namespace {
@@ -90,6 +94,81 @@ runner::RunnerBug parse_bug(const std::string& text) {
   return text == "stale-kv" ? runner::RunnerBug::stale_kv : runner::RunnerBug::none;
 }
 
+void add_check(CLI::App& app, runner::CheckCommandOptions& o) {
+  app.add_option("CALBIN", o.calbin, "calbin directory");
+  app.add_option("--manifest", o.service_manifest,
+                 "service manifest (YAML) the calbin must agree with");
+  app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+  app.add_option("--usable-gib", o.usable_gib_per_chip,
+                 "physical usable memory per chip for the capacity inequality")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--list", o.list, "list every check and exit");
+  app.footer("Exit codes: 0 no check failed; 1 a check failed; 2 usage error.");
+}
+
+void add_inspect(CLI::App& app, runner::InspectOptions& o) {
+  app.add_option("CALBIN", o.calbin, "calbin directory")->required();
+  app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+  app.add_option("--usable-gib", o.usable_gib_per_chip, "usable memory per chip for the map")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// Geometry flags are optional overrides: their values only count when given.
+struct PlanFlags {
+  uint64_t layers = 0, kv_heads = 0, head_dim = 0, context = 0, batch = 0;
+  uint32_t chips = 0;
+  std::string k_dtype, v_dtype;
+  std::map<std::string, CLI::Option*> given;
+};
+
+void add_plan(CLI::App& app, runner::PlanOptions& o, PlanFlags& f) {
+  app.add_option("CALBIN", o.calbin, "calbin directory (optional: flags alone also work)");
+  f.given["layers"] = app.add_option("--layers", f.layers, "transformer layers");
+  f.given["kv_heads"] = app.add_option("--kv-heads", f.kv_heads, "KV heads");
+  f.given["head_dim"] = app.add_option("--head-dim", f.head_dim, "head dimension");
+  f.given["context"] = app.add_option("--context", f.context, "context length (tokens)");
+  f.given["batch"] = app.add_option("--batch", f.batch, "batch size");
+  f.given["chips"] = app.add_option("--chips", f.chips, "chips the KV heads are split over");
+  f.given["k_dtype"] = app.add_option("--k-dtype", f.k_dtype, "K cache dtype (bf16, int8, ...)");
+  f.given["v_dtype"] = app.add_option("--v-dtype", f.v_dtype, "V cache dtype (bf16, int8, ...)");
+  app.add_option("--params-gib", o.params_gib_per_chip, "parameters per chip (flags only)");
+  app.add_option("--workspace-mib", o.workspace_mib, "peak workspace per chip (flags only)");
+  app.add_option("--io-mib", o.io_mib, "I/O and command buffers per chip (flags only)");
+  app.add_option("--guard-mib", o.guard_mib, "allocator guard per chip (flags only)");
+  app.add_option("--usable-gib", o.usable_gib_per_chip, "physical usable memory per chip")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+  app.footer("Exit codes: 0 it fits on every chip; 1 it does not; 2 usage or bad input.");
+}
+
+// Copies the flags that were given into the plan's overrides; flags-only mode needs the
+// whole geometry.
+bool finish_plan(runner::PlanOptions& o, const PlanFlags& f) {
+  auto set = [&](const char* key, auto value, auto& target) {
+    if (f.given.at(key)->count() > 0) {
+      target = value;
+    }
+  };
+  set("layers", f.layers, o.layers);
+  set("kv_heads", f.kv_heads, o.kv_heads);
+  set("head_dim", f.head_dim, o.head_dim);
+  set("context", f.context, o.context);
+  set("batch", f.batch, o.batch);
+  set("chips", f.chips, o.chips);
+  set("k_dtype", f.k_dtype, o.k_dtype);
+  set("v_dtype", f.v_dtype, o.v_dtype);
+  if (o.calbin.empty() && (!o.layers || !o.kv_heads || !o.head_dim || !o.context)) {
+    std::fprintf(stderr,
+                 "calrt plan: without a CALBIN, --layers, --kv-heads, --head-dim and --context "
+                 "are required\n");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +194,22 @@ int main(int argc, char** argv) {
   info->add_option("--json", info_options.json, "write the JSON report to this file");
   info->footer(kExitCodes);
 
+  runner::CheckCommandOptions check_options;
+  CLI::App* check = app.add_subcommand(
+      "check", "stage 8 static acceptance of a calbin, device-free: every blocking item");
+  add_check(*check, check_options);
+
+  runner::InspectOptions inspect_options;
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "what a calbin holds: models, tensors, CSRs, op inventory, memory map");
+  add_inspect(*inspect, inspect_options);
+
+  runner::PlanOptions plan_options;
+  PlanFlags plan_flags;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "capacity plan: KV bytes, the per-chip inequality, largest context and batch");
+  add_plan(*plan, plan_options, plan_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -131,6 +226,20 @@ int main(int argc, char** argv) {
   smoke_options.bug = parse_bug(bug);
   if (smoke->parsed()) {
     return runner::run_smoke(smoke_options);
+  }
+  if (check->parsed()) {
+    if (check_options.calbin.empty() && !check_options.list) {
+      std::fprintf(stderr, "calrt check: CALBIN is required\n");
+      return runner::kExitUsage;
+    }
+    return runner::run_check(check_options);
+  }
+  if (inspect->parsed()) {
+    return runner::run_inspect(inspect_options);
+  }
+  if (plan->parsed()) {
+    return finish_plan(plan_options, plan_flags) ? runner::run_plan(plan_options)
+                                                 : runner::kExitUsage;
   }
   return runner::run_info(info_options);
 }

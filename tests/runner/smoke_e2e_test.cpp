@@ -17,33 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/runner/calrt_process.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-struct CalrtRun {
-  int exit_code = -1;  // -1: killed by a signal (a crash)
-  std::string output;  // stdout and stderr
-};
-
-CalrtRun run_calrt(const std::string& args) {
-  const std::string command = std::string("'") + CALRT_EXE + "' " + args + " 2>&1";
-  CalrtRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    return run;
-  }
-  char chunk[4096];
-  size_t got = 0;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0) {
-    run.output.append(chunk, got);
-  }
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 // A scratch directory per test, removed afterwards.
 class ScratchTest : public ::testing::Test {

@@ -1,0 +1,167 @@
+// check, inspect and plan through the `calrt` executable. Expected figures are computed here
+// from the reference model's published dimensions and the bring-up guide's formulas, never
+// copied from the program's output.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/runner/calrt_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kTiny = CALRT_TEST_CALBIN;
+const fs::path kReference = CALRT_TEST_REFERENCE_CALBIN;
+const fs::path kTinyService = CALRT_TEST_SERVICE_MANIFEST;
+
+// Qwen3-30B-A3B as published: 48 layers, 4 KV heads of 128, vocab 151936, context 40960,
+// batch 1, BF16 K and V, two chips.
+constexpr uint64_t kLayers = 48, kKvHeads = 4, kHeadDim = 128, kContext = 40960, kBatch = 1;
+constexpr uint64_t kBf16Bytes = 2, kVocab = 151936, kChips = 2;
+constexpr uint64_t kKvTotal = kLayers * kKvHeads * 2 * kHeadDim * kContext * kBatch * kBf16Bytes;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+class StaticCommands : public ::testing::Test {
+ protected:
+  fs::path json_path(const std::string& name) {
+    return fs::temp_directory_path() /
+           ("calrt_static_" + std::to_string(::getpid()) + "_" + name + ".json");
+  }
+  json read(const fs::path& path) {
+    std::ifstream in(path);
+    json doc = json::parse(in);
+    fs::remove(path);
+    return doc;
+  }
+};
+
+TEST_F(StaticCommands, CheckPassesTheTinyCalbinWithItsServiceManifest) {
+  const fs::path report = json_path("check_tiny");
+  const CalrtRun run = run_calrt("check " + quoted(kTiny) + " --manifest " + quoted(kTinyService) +
+                                 " --json " + quoted(report));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = read(report);
+  EXPECT_TRUE(doc["passed"].get<bool>());
+  for (const json& c : doc["checks"]) {
+    EXPECT_EQ(c["status"], "PASS") << c.dump();
+  }
+}
+
+TEST_F(StaticCommands, CheckPassesTheReferenceCalbin) {
+  const CalrtRun run = run_calrt("check " + quoted(kReference));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("check PASS"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, CheckNamesTheFailedCheckAndExitsOne) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("calrt_static_mb_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(kTiny, dir, fs::copy_options::recursive);
+  json manifest;
+  {
+    std::ifstream in(dir / "manifest.json");
+    manifest = json::parse(in);
+  }
+  manifest["device_memory_required"] = {{"value", 16777216}, {"unit", "MB"}};
+  std::ofstream(dir / "manifest.json") << manifest.dump(2);
+  const fs::path report = json_path("check_mb");
+  const CalrtRun run = run_calrt("check " + quoted(dir) + " --json " + quoted(report));
+  fs::remove_all(dir);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("[FAIL] memory.unit"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("16777216"), std::string::npos) << run.output;
+  EXPECT_EQ(read(report)["failed"], json::array({"memory.unit"}));
+}
+
+TEST_F(StaticCommands, CheckOfAMissingDirectoryFailsTheParseCheck) {
+  const CalrtRun run = run_calrt("check /nonexistent/calbin");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("[FAIL] manifest.parse"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, PlanReproducesTheReferenceKvFigures) {
+  const fs::path report = json_path("plan_ref");
+  const CalrtRun run = run_calrt("plan " + quoted(kReference) + " --json " + quoted(report));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = read(report);
+  EXPECT_EQ(doc["kv"]["total_bytes"].get<uint64_t>(), kKvTotal);
+  EXPECT_EQ(doc["kv"]["per_chip_bytes"].get<uint64_t>(), kKvTotal / kChips);
+  EXPECT_DOUBLE_EQ(doc["kv"]["total_gib"].get<double>(), 3.75);
+  EXPECT_DOUBLE_EQ(doc["kv"]["per_chip_gib"].get<double>(), 1.875);
+  // An S8 V-cache keeps K at 2 bytes and halves V only: 3/4 of the total.
+  EXPECT_EQ(doc["s8_v_cache"]["total_bytes"].get<uint64_t>(), kKvTotal / 4 * 3);
+  EXPECT_TRUE(doc["fits"].get<bool>());
+  EXPECT_NE(run.output.find("3.750 GiB"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("1.875 GiB"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, PlanFromFlagsAgreesWithTheFormula) {
+  const fs::path report = json_path("plan_flags");
+  const CalrtRun run = run_calrt(
+      "plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960 --batch 1 "
+      "--chips 2 --params-gib 8 --usable-gib 16 --json " +
+      quoted(report));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = read(report);
+  EXPECT_EQ(doc["kv"]["total_bytes"].get<uint64_t>(), kKvTotal);
+  // 16 GiB - 8 GiB params leaves 8 GiB for KV at 48 * 2 * 128 * 4 bytes per position.
+  const uint64_t per_position = kLayers * (kKvHeads / kChips) * kHeadDim * 2 * kBf16Bytes;
+  EXPECT_EQ(doc["max_context"].get<uint64_t>(), (uint64_t{8} << 30) / per_position);
+  const int64_t headroom = doc["chips"][0]["headroom"].get<int64_t>();
+  EXPECT_EQ(headroom, static_cast<int64_t>((uint64_t{8} << 30) - kKvTotal / kChips));
+}
+
+TEST_F(StaticCommands, PlanSaysWhenItDoesNotFit) {
+  const CalrtRun run = run_calrt("plan " + quoted(kReference) + " --usable-gib 8");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("DOES NOT FIT"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, PlanWithoutCalbinNeedsTheGeometry) {
+  const CalrtRun run = run_calrt("plan --layers 48");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--kv-heads"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, PlanRejectsAnUnknownDtype) {
+  const CalrtRun run = run_calrt("plan " + quoted(kReference) + " --v-dtype fp3");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("fp3"), std::string::npos) << run.output;
+}
+
+TEST_F(StaticCommands, InspectShowsTheReferenceInventoryAndLogitsRow) {
+  const fs::path report = json_path("inspect_ref");
+  const CalrtRun run = run_calrt("inspect " + quoted(kReference) + " --json " + quoted(report));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const json doc = read(report);
+  ASSERT_EQ(doc["models"].size(), 2u);
+  for (const json& model : doc["models"]) {
+    SCOPED_TRACE(model["name"].get<std::string>());
+    const json& ops = model["ops"];
+    EXPECT_EQ(ops["flash_attention"]["count_per_chip"].get<uint64_t>(), kLayers);
+    EXPECT_EQ(ops["moe_grouped_dense"]["count_per_chip"].get<uint64_t>(), 3 * kLayers);
+    EXPECT_EQ(ops["fused_rmsnorm"]["count_per_chip"].get<uint64_t>(), 4 * kLayers + 1);
+    EXPECT_EQ(ops["quant_matmul_add"]["count_per_chip"].get<uint64_t>(), 4 * kLayers + 1);
+    const json& logits = model["outputs"][0];
+    EXPECT_EQ(logits["shape"], json::array({1, kVocab}));
+    EXPECT_EQ(logits["bytes"].get<uint64_t>(), kVocab * kBf16Bytes);  // 303872
+  }
+  EXPECT_EQ(doc["memory_map"][0]["kv_cache"].get<uint64_t>(), kKvTotal / kChips);
+}
+
+TEST_F(StaticCommands, InspectOfAMissingCalbinIsBadInput) {
+  const CalrtRun run = run_calrt("inspect /nonexistent/calbin");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
+}
+
+}  // namespace
