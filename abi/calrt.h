@@ -546,7 +546,8 @@ typedef struct Calrt_Buffer_Unmap_Args {
 #define CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Buffer_Unmap_Args, tensor_index)
 typedef CalrtError* Calrt_Buffer_Unmap(Calrt_Buffer_Unmap_Args* args);
 
-/* Sets a CSR of an input buffer (index as in Calbin_GetCsr). The device reads the value at
+/* Sets a CSR of an input buffer. csr_index is the CSR's position in its model's list
+ * (0 <= csr_index < csr_count, as passed to Calbin_GetCsr). The device reads the value at
  * submission; it is never corrected: a wrong value gives wrong results or an error.
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (an output buffer), OUT_OF_RANGE (csr_index),
  *   BUSY (owned by an in-flight job). */
@@ -584,7 +585,8 @@ typedef CalrtError* Calrt_Buffer_GetCsr(Calrt_Buffer_GetCsr_Args* args);
  *   mode at most one other and on the other slot.
  * Post: *job is owned by the caller (Job_Destroy).
  * Errors (at submission): INVALID_HANDLE, NOT_FOUND, NOT_CONFIGURED, INVALID_ARGUMENT
- *   (buffer of another model or direction), BUSY, WRONG_STATE (device faulted, no KV
+ *   (buffer of another model or direction), BUSY (a buffer is mapped or owned by another
+ *   job; or the in-flight limit of the mode is reached), WRONG_STATE (device faulted, no KV
  *   applied). Errors found while the job runs (a CSR out of range, a DMA error) make the
  *   job FAILED; Job_Status reports them. */
 typedef struct Calrt_Job_Submit_Args {
@@ -603,6 +605,9 @@ typedef CalrtError* Calrt_Job_Submit(Calrt_Job_Submit_Args* args);
  * Never spins; never waits longer than the timeout.
  * Post: result READY with state COMPLETED, FAILED or CANCELLED; or NOT_READY with the job
  *   still SUBMITTED or RUNNING (retryable: wait again, or cancel).
+ * With CALRT_TIMEOUT_INFINITE the call returns only when the job is final, or when the
+ * runtime can tell it never will be (the simulator: no device event is left), which is
+ * reported as NOT_READY so that the caller can cancel.
  * Errors: INVALID_HANDLE; DEVICE_HUNG when the device declares the job hung (its watchdog
  *   fired), DEVICE_LOST, and the other device-class codes: the job is then FAILED too. */
 typedef struct Calrt_Job_Wait_Args {
