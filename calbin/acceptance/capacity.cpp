@@ -50,8 +50,8 @@ Result<uint64_t> chip_params(const Manifest& m, uint32_t chip) {
       continue;
     }
     // Quantisation scales sit in device memory beside their weights.
-    const auto scale_bytes = w.quant.scheme == "none" ? std::optional<uint64_t>(0)
-                                                      : mul(w.quant.scale_count, 4);
+    const auto scale_bytes =
+        w.quant.scheme == "none" ? std::optional<uint64_t>(0) : mul(w.quant.scale_count, 4);
     auto sum = scale_bytes ? add(total, w.bytes) : std::nullopt;
     sum = sum ? add(*sum, *scale_bytes) : std::nullopt;
     if (!sum) {
