@@ -21,7 +21,9 @@ const char* to_string(RunnerBug bug);
 struct Thresholds {
   double min_cosine = 0.995;
   std::optional<double> max_abs_error;  // reported always, gated only when set
-  double min_top_k_overlap = 0.9;
+  // Ranks near the tail of the top 20 trade places under W8A8 noise; 0.8 keeps two swaps of
+  // margin while a wrong position or KV still empties the overlap.
+  double min_top_k_overlap = 0.8;
   double min_greedy = 0.95;               // teacher-forced greedy agreement rate
   std::optional<double> min_free_greedy;  // free-running agreed-prefix rate, gated when set
 };
