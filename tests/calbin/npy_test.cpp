@@ -250,7 +250,8 @@ TEST(Npy, MissingFileIsAnError) {
 
 // Only runs where NumPy is installed; the byte-exact test above covers interop otherwise.
 TEST(Npy, NumpyLoadsOurFilesAndWeLoadItsFiles) {
-  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+  const std::string python = CALRT_PYTHON3;
+  if (std::system((python + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
     GTEST_SKIP() << "python3 with numpy not available";
   }
   TempDir dir;
@@ -259,7 +260,7 @@ TEST(Npy, NumpyLoadsOurFilesAndWeLoadItsFiles) {
       "import numpy as np, sys; d = sys.argv[1]; a = np.load(d + '/ours.npy'); "
       "assert a.shape == (2, 3) and a.dtype == np.float32 and a[1, 2] == 6; "
       "np.save(d + '/theirs.npy', np.arange(12, dtype=np.int32).reshape(3, 4))";
-  ASSERT_EQ(std::system(("python3 -c \"" + script + "\" '" + dir.path().string() + "'").c_str()),
+  ASSERT_EQ(std::system((python + " -c \"" + script + "\" '" + dir.path().string() + "'").c_str()),
             0);
   std::vector<int64_t> shape;
   const Result<std::vector<int32_t>> theirs = read_npy_i32(dir / "theirs.npy", &shape);
