@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build
+scripts/build.sh build -- simdev calrt
 build/simdev/tool/simdev gen --preset tiny --seed 1 --no-long --force --out build/calbins/tiny
 build/runner/calrt smoke build/calbins/tiny --device sim "$@"
