@@ -112,6 +112,28 @@ CalrtDeviceState Device::state() const {
   return configured ? CALRT_DEVICE_CONFIGURED : CALRT_DEVICE_OPEN;
 }
 
+Expected<Device::ConfiguredModel> Device::configured_model(ObjectId calbin_id,
+                                                           std::string_view model_name,
+                                                           std::string_view call) const {
+  auto found = find_calbin(calbin_id);
+  if (!found) {
+    return tl::unexpected(found.error());
+  }
+  const CalbinImage& image = **found;
+  if (auto usable = require_usable(call); !usable) {
+    return tl::unexpected(usable.error());
+  }
+  const auto model_index = image.find_model(model_name);
+  if (!model_index) {
+    return fail(CALRT_NOT_FOUND, image.not_found_message(model_name));
+  }
+  if (!image.configured) {
+    return fail(CALRT_NOT_CONFIGURED,
+                "calbin #" + std::to_string(image.serial) + " is not configured");
+  }
+  return ConfiguredModel{&image, *model_index};
+}
+
 Status Device::require_usable(std::string_view call) const {
   const CalrtDeviceState current = state();
   if (current == CALRT_DEVICE_FAULTED || current == CALRT_DEVICE_LOST_STATE ||

@@ -131,6 +131,14 @@ class Device {
 
   CalrtDeviceState state() const;
   Status require_usable(std::string_view call) const;  // WRONG_STATE when faulted/lost
+  // The calbin, the index of its model with exactly this name, for a call that needs a
+  // usable device and a configured calbin.
+  struct ConfiguredModel {
+    const CalbinImage* image = nullptr;
+    size_t model_index = 0;
+  };
+  Expected<ConfiguredModel> configured_model(ObjectId calbin_id, std::string_view model_name,
+                                             std::string_view call) const;
   TimePs timeout_ps(uint64_t timeout_ns) const;
   Status check_owner(const Buffer& buffer, std::string_view action) const;
   uint64_t used_by_other_calbins(ObjectId self, uint32_t chip) const;

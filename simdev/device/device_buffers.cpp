@@ -21,22 +21,12 @@ Status Device::check_owner(const Buffer& buffer, std::string_view action) const 
 
 Expected<ObjectId> Device::buffer_create(ObjectId calbin_id, std::string_view model_name,
                                          CalrtDirection direction, uint32_t slot) {
-  auto found = find_calbin(calbin_id);
+  auto found = configured_model(calbin_id, model_name, "Buffer_Create");
   if (!found) {
     return tl::unexpected(found.error());
   }
-  const CalbinImage& image = **found;
-  if (auto usable = require_usable("Buffer_Create"); !usable) {
-    return tl::unexpected(usable.error());
-  }
-  const auto model_index = image.find_model(model_name);
-  if (!model_index) {
-    return fail(CALRT_NOT_FOUND, image.not_found_message(model_name));
-  }
-  if (!image.configured) {
-    return fail(CALRT_NOT_CONFIGURED,
-                "calbin #" + std::to_string(image.serial) + " is not configured");
-  }
+  const CalbinImage& image = *found->image;
+  const size_t model_index = found->model_index;
   if (direction != CALRT_INPUT && direction != CALRT_OUTPUT) {
     return fail(CALRT_INVALID_ARGUMENT, "direction " + std::to_string(direction) + " is unknown");
   }
@@ -44,12 +34,12 @@ Expected<ObjectId> Device::buffer_create(ObjectId calbin_id, std::string_view mo
     return fail(CALRT_INVALID_ARGUMENT, "slot " + std::to_string(slot) + " is not allowed" +
                                             (parallel_mode_ ? "" : " outside parallel mode"));
   }
-  const calbin::Model& model = image.manifest.models[*model_index];
+  const calbin::Model& model = image.manifest.models[model_index];
   const auto& tensors = direction == CALRT_INPUT ? model.inputs : model.outputs;
   auto buffer = std::make_unique<Buffer>();
   buffer->serial = next_serial_++;
   buffer->calbin = calbin_id;
-  buffer->model_index = *model_index;
+  buffer->model_index = model_index;
   buffer->direction = direction;
   buffer->slot = slot;
   for (const auto& tensor : tensors) {

@@ -84,23 +84,13 @@ Expected<KvHandle*> Device::applied_kv(const Buffer& input, calbin::ModelType ty
 
 Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model_name,
                                       ObjectId input_id, ObjectId output_id) {
-  auto found = find_calbin(calbin_id);
+  auto found = configured_model(calbin_id, model_name, "Job_Submit");
   if (!found) {
     return tl::unexpected(found.error());
   }
-  const CalbinImage& image = **found;
-  if (auto usable = require_usable("Job_Submit"); !usable) {
-    return tl::unexpected(usable.error());
-  }
-  const auto model_index = image.find_model(model_name);
-  if (!model_index) {
-    return fail(CALRT_NOT_FOUND, image.not_found_message(model_name));
-  }
-  if (!image.configured) {
-    return fail(CALRT_NOT_CONFIGURED,
-                "calbin #" + std::to_string(image.serial) + " is not configured");
-  }
-  if (auto valid = validate_submit(calbin_id, image, *model_index, input_id, output_id); !valid) {
+  const CalbinImage& image = *found->image;
+  const size_t model_index = found->model_index;
+  if (auto valid = validate_submit(calbin_id, image, model_index, input_id, output_id); !valid) {
     return tl::unexpected(valid.error());
   }
   Buffer& input = *buffers_.find(input_id);
@@ -108,7 +98,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   if (auto room = check_in_flight_limit(calbin_id, image, input.slot); !room) {
     return tl::unexpected(room.error());
   }
-  auto kv = applied_kv(input, image.manifest.models[*model_index].type);
+  auto kv = applied_kv(input, image.manifest.models[model_index].type);
   if (!kv) {
     return tl::unexpected(kv.error());
   }
@@ -118,7 +108,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   auto job = std::make_unique<Job>();
   job->serial = next_serial_++;
   job->calbin = calbin_id;
-  job->model_index = *model_index;
+  job->model_index = model_index;
   job->input = input_id;
   job->output = output_id;
   job->slot = input.slot;
