@@ -126,6 +126,8 @@ class Device {
   // Lookups: INVALID_HANDLE naming the kind when the id does not resolve.
   Expected<CalbinImage*> find_calbin(ObjectId id) const;
   Expected<Buffer*> find_buffer(ObjectId id) const;
+  // find_buffer, plus OUT_OF_RANGE when the buffer has no tensor at tensor_index.
+  Expected<Buffer*> find_buffer_tensor(ObjectId id, uint32_t tensor_index) const;
   Expected<Job*> find_job(ObjectId id) const;
   Expected<KvHandle*> find_kv(ObjectId id) const;
 

@@ -70,17 +70,26 @@ Status Device::buffer_destroy(ObjectId id) {
   return {};
 }
 
-Expected<TensorMapping> Device::buffer_map(ObjectId id, uint32_t tensor_index) {
+Expected<Buffer*> Device::find_buffer_tensor(ObjectId id, uint32_t tensor_index) const {
   auto found = find_buffer(id);
   if (!found) {
-    return tl::unexpected(found.error());
+    return found;
   }
-  Buffer& buffer = **found;
+  const Buffer& buffer = **found;
   if (tensor_index >= buffer.tensors.size()) {
     return fail(CALRT_OUT_OF_RANGE, buffer_label(buffer) + ": tensor index " +
                                         std::to_string(tensor_index) + " >= tensor count " +
                                         std::to_string(buffer.tensors.size()));
   }
+  return found;
+}
+
+Expected<TensorMapping> Device::buffer_map(ObjectId id, uint32_t tensor_index) {
+  auto found = find_buffer_tensor(id, tensor_index);
+  if (!found) {
+    return tl::unexpected(found.error());
+  }
+  Buffer& buffer = **found;
   if (auto free = check_owner(buffer, "map"); !free) {
     return tl::unexpected(free.error());
   }
@@ -94,16 +103,11 @@ Expected<TensorMapping> Device::buffer_map(ObjectId id, uint32_t tensor_index) {
 }
 
 Status Device::buffer_unmap(ObjectId id, uint32_t tensor_index) {
-  auto found = find_buffer(id);
+  auto found = find_buffer_tensor(id, tensor_index);
   if (!found) {
     return tl::unexpected(found.error());
   }
   Buffer& buffer = **found;
-  if (tensor_index >= buffer.tensors.size()) {
-    return fail(CALRT_OUT_OF_RANGE, buffer_label(buffer) + ": tensor index " +
-                                        std::to_string(tensor_index) + " >= tensor count " +
-                                        std::to_string(buffer.tensors.size()));
-  }
   if (!buffer.mapped[tensor_index]) {
     return fail(CALRT_WRONG_STATE, buffer_label(buffer) + ": tensor " +
                                        std::to_string(tensor_index) + " is not mapped");

@@ -195,6 +195,7 @@ TEST(AbiContract, SubmitWithAMappedTensorIsBusy) {
   EXPECT_EQ(unmap(s.decode_in, 0).code, CALRT_OK);
   EXPECT_EQ(unmap(s.decode_in, 0).code, CALRT_WRONG_STATE);
   EXPECT_EQ(map(s.decode_in, 7).code, CALRT_OUT_OF_RANGE);
+  EXPECT_EQ(unmap(s.decode_in, 7).code, CALRT_OUT_OF_RANGE);
   EXPECT_EQ(submit(s, false, &job).code, CALRT_OK);
 }
 
