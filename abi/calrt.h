@@ -102,6 +102,10 @@ typedef enum CalrtCode {
   CALRT_CANCELLED = 0x108,        /* the job was cancelled before it completed */
   CALRT_STRUCT_TOO_SMALL = 0x109, /* struct_size is smaller than this ABI version's */
   CALRT_UNIMPLEMENTED = 0x10A,    /* the runtime does not provide this call */
+  /* the host wrote a buffer that an in-flight job owned (through a mapping kept past
+   * Buffer_Unmap); the job's result cannot be trusted. Runtimes that can detect it (the
+   * simulator) fail the job with this code. */
+  CALRT_BUFFER_REUSE = 0x10B,
 
   /* Model class (0x2xx). */
   CALRT_CALBIN_INVALID = 0x201,       /* the calbin is missing, malformed or fails a hash */
@@ -588,7 +592,8 @@ typedef CalrtError* Calrt_Buffer_GetCsr(Calrt_Buffer_GetCsr_Args* args);
  *   (buffer of another model or direction), BUSY (a buffer is mapped or owned by another
  *   job; or the in-flight limit of the mode is reached), WRONG_STATE (device faulted, no KV
  *   applied). Errors found while the job runs (a CSR out of range, a DMA error) make the
- *   job FAILED; Job_Status reports them. */
+ *   job FAILED; Job_Status reports them; a host write to a buffer the job owns, through a
+ *   mapping kept past unmap, is BUFFER_REUSE where the runtime can detect it. */
 typedef struct Calrt_Job_Submit_Args {
   size_t struct_size;
   void* extension;
@@ -631,10 +636,17 @@ typedef struct Calrt_Job_Status_Args {
   CalrtCode code;          /* out: why the job failed or was cancelled; CALRT_OK otherwise */
   const char* message;     /* out: owned by the job; empty unless code != CALRT_OK */
   uint64_t submit_time_ns; /* out: device clock */
-  uint64_t start_time_ns;  /* out: 0 until started */
-  uint64_t end_time_ns;    /* out: 0 until final */
+  uint64_t start_time_ns;  /* out: 0 until started (its input DMA began) */
+  uint64_t end_time_ns;    /* out: 0 until final (its output DMA ended) */
+  /* Profiling, 0 when not reached yet or when the runtime cannot tell: the end of the
+   * input DMA and the end of the computation. start <= h2d_end <= compute_end <= end.
+   * Appended after the first version: a runtime fills them only when struct_size covers
+   * them and still accepts a struct_size that ends at end_time_ns. */
+  uint64_t h2d_end_time_ns;     /* out */
+  uint64_t compute_end_time_ns; /* out */
 } Calrt_Job_Status_Args;
-#define CALRT_JOB_STATUS_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns)
+#define CALRT_JOB_STATUS_ARGS_STRUCT_SIZE \
+  CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, compute_end_time_ns)
 typedef CalrtError* Calrt_Job_Status(Calrt_Job_Status_Args* args);
 
 /* Cancels a job that is not final yet; it becomes CANCELLED and releases its buffers.

@@ -82,6 +82,7 @@ inline std::string code_name(CalrtCode code) {
     CALRT_HPP_CODE(CANCELLED);
     CALRT_HPP_CODE(STRUCT_TOO_SMALL);
     CALRT_HPP_CODE(UNIMPLEMENTED);
+    CALRT_HPP_CODE(BUFFER_REUSE);
     CALRT_HPP_CODE(CALBIN_INVALID);
     CALRT_HPP_CODE(CALBIN_MISMATCH);
     CALRT_HPP_CODE(NOT_CONFIGURED);
@@ -960,6 +961,9 @@ struct JobStatus {
   std::chrono::nanoseconds submit_time{0};  // device clock
   std::chrono::nanoseconds start_time{0};   // 0 until started
   std::chrono::nanoseconds end_time{0};     // 0 until final
+  // Profiling; 0 until reached, or when the runtime cannot tell.
+  std::chrono::nanoseconds h2d_end_time{0};
+  std::chrono::nanoseconds compute_end_time{0};
 
   bool is_final() const noexcept {
     return state == JobState::completed || state == JobState::failed ||
@@ -1015,6 +1019,9 @@ class Job : public detail::Owner<CalrtJob, detail::HandleDeleter<detail::JobTrai
     out.submit_time = std::chrono::nanoseconds(static_cast<int64_t>(args.submit_time_ns));
     out.start_time = std::chrono::nanoseconds(static_cast<int64_t>(args.start_time_ns));
     out.end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.end_time_ns));
+    out.h2d_end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.h2d_end_time_ns));
+    out.compute_end_time =
+        std::chrono::nanoseconds(static_cast<int64_t>(args.compute_end_time_ns));
     return out;
   }
 

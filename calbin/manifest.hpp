@@ -144,6 +144,11 @@ struct Op {
   Dtype dtype = Dtype::kBf16;
   uint64_t flops = 0;
   uint64_t bytes = 0;  // bytes moved to and from DRAM
+  // Optional breakdown of `bytes` for the timing model; 0 = unknown (FORMAT.md, ops).
+  uint64_t weight_bytes = 0;  // weights and scales: read once per submission, any token count
+  uint32_t experts = 0;       // MoE: the distinct experts whose weights weight_bytes covers
+  uint64_t kv_bytes = 0;      // KV-cache reads: proportional to the KV slots attention reads
+  uint64_t kv_slots = 0;      // attention: KV slots (causal, own tokens included) assumed
 };
 
 struct ChipOps {

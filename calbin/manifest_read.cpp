@@ -75,6 +75,16 @@ Op read_op(const Fields& object) {
   require_size(object, op.shape, op.dtype, Layout{});
   op.flops = object.u64("flops");
   op.bytes = object.u64("bytes");
+  op.weight_bytes = object.u64("weight_bytes", 0);
+  op.experts = object.u32("experts", 0);
+  op.kv_bytes = object.u64("kv_bytes", 0);
+  op.kv_slots = object.u64("kv_slots", 0);
+  // Both are parts of `bytes`; the sum is compared without overflowing.
+  if (op.weight_bytes > op.bytes || op.kv_bytes > op.bytes - op.weight_bytes) {
+    throw FieldError{object.at("weight_bytes"), "weight_bytes " + std::to_string(op.weight_bytes) +
+                                                    " + kv_bytes " + std::to_string(op.kv_bytes) +
+                                                    " exceed bytes " + std::to_string(op.bytes)};
+  }
   return op;
 }
 

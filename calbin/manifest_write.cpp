@@ -67,7 +67,11 @@ Json op_json(const Op& op) {
               {"shape", op.shape},
               {"dtype", to_string(op.dtype)},
               {"flops", op.flops},
-              {"bytes", op.bytes}};
+              {"bytes", op.bytes},
+              {"weight_bytes", op.weight_bytes},
+              {"experts", op.experts},
+              {"kv_bytes", op.kv_bytes},
+              {"kv_slots", op.kv_slots}};
 }
 
 template <class T, class ToJson>

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <map>
 
+#include "runner/bench.hpp"
+#include "runner/bench_cli.hpp"
 #include "runner/check.hpp"
 #include "runner/exit_codes.hpp"
 #include "runner/info.hpp"
@@ -210,6 +212,16 @@ int main(int argc, char** argv) {
       "plan", "capacity plan: KV bytes, the per-chip inequality, largest context and batch");
   add_plan(*plan, plan_options, plan_flags);
 
+  runner::BenchOptions bench_options;
+  runner::BenchCliWords bench_words;
+  CLI::App* bench = app.add_subcommand(
+      "bench",
+      "timing: TTFT, prefill/decode/end-to-end tok/s, TPOT and the per-job phases as "
+      "P50/P90/P99, in sync and parallel mode; JSON/CSV reports and a Chrome trace");
+  add_device_options(*bench, {&bench_options.device, &bench_options.device_kind,
+                              &bench_options.device_index, &bench_options.device_config});
+  runner::add_bench_options(*bench, bench_options, bench_words);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -226,6 +238,10 @@ int main(int argc, char** argv) {
   smoke_options.bug = parse_bug(bug);
   if (smoke->parsed()) {
     return runner::run_smoke(smoke_options);
+  }
+  if (bench->parsed()) {
+    runner::finish_bench_options(bench_options, bench_words, argc, argv);
+    return runner::run_bench(bench_options);
   }
   if (check->parsed()) {
     if (check_options.calbin.empty() && !check_options.list) {

@@ -33,6 +33,11 @@ size_t element_bytes(calrt::Dtype dtype);
 std::vector<float> read_row_f32(std::span<const std::byte> mapped, const calrt::TensorDesc& desc,
                                 size_t row = 0);
 
+// The same into `out`, which must hold exactly the row's columns (std::runtime_error
+// otherwise). Allocates nothing, so a decode loop can reuse one buffer per step.
+void read_row_f32_into(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                       std::span<float> out);
+
 // Writes `values` into logical row 0 of an int32 tensor and zeroes everything else (other
 // rows, the row's tail, tiling padding).
 void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,

@@ -1,15 +1,17 @@
-// The first-order timing model of one job. Integer picoseconds throughout, so the same job
-// always takes the same device time:
-//   total = submit_overhead + H2D + compute + D2D + D2H
-//   H2D   = input bytes / pcie_bw + pcie_latency        (D2H alike, output bytes)
-//   compute = max over chips of sum over the chip's ops of
-//             (max(flops / peak(dtype), bytes / dram_bw) + op_overhead),
-//             scaled by cur_seq_len / chunk for prefill (the op list describes a full chunk)
-//   D2D   = per layer two all-reduces of tokens x hidden FP32 partials, plus the logits
-//           gather, each bytes / d2d_bw + d2d_latency (zero on a one-chip calbin)
+// The cycle-approximate timing model of one job, in integer picoseconds, so the same job
+// always takes the same device time. A job passes three pipeline stages:
+//   H2D      input bytes over PCIe: bytes / link bandwidth + link latency
+//   compute  the op list, cut into barrier-delimited segments. In a segment each chip runs
+//            its ops (each op: max(compute, memory) + per-op overhead); the segment ends
+//            when the slowest chip is done and, for a tensor-parallel reduction, after the
+//            D2D all-reduce (latency + bytes / D2D bandwidth).
+//   D2H      output bytes over PCIe (a full-vocabulary BF16 logits row per decode step).
+// plus a fixed per-submission overhead before H2D. The device (device_jobs.cpp) runs the
+// stages as a pipeline: the link and the chips each take one job at a time, in order.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "calbin/manifest.hpp"
@@ -18,25 +20,54 @@
 
 namespace simdev {
 
+// One barrier-delimited part of a job's compute stage.
+struct Segment {
+  int32_t layer = -1;           // the layer the segment belongs to; -1 for none
+  const char* label = "";       // static string: "embed", "attention", "moe", "lm_head", ...
+  std::vector<TimePs> chip_ps;  // per chip, ops and their overheads
+  std::vector<uint64_t> chip_flops;
+  std::vector<uint64_t> chip_bytes;  // DRAM traffic
+  TimePs d2d_ps = 0;                 // the reduction after the chips finish; 0 for none
+  uint64_t d2d_bytes = 0;
+
+  TimePs chips_ps() const;  // the slowest chip
+  TimePs total_ps() const { return saturating_add(chips_ps(), d2d_ps); }
+};
+
 struct JobCost {
   TimePs submit_ps = 0;
   TimePs h2d_ps = 0;
-  std::vector<TimePs> chip_compute_ps;  // per chip
-  TimePs compute_ps = 0;                // max over chips
-  TimePs d2d_ps = 0;
+  uint64_t h2d_bytes = 0;
+  std::vector<Segment> segments;
   TimePs d2h_ps = 0;
-  TimePs total_ps = 0;
+  uint64_t d2h_bytes = 0;
+
+  TimePs compute_ps() const;  // sum of the segments
+  TimePs total_ps() const;    // every stage back to back: the job alone on the device
 };
 
 struct JobShape {
   uint64_t tokens = 1;  // cur_seq_len as submitted
   uint64_t chunk = 1;   // tokens the op list describes
+  uint64_t past = 0;    // past_kv_cur_seq_len: KV positions attention reads besides its own
 };
 
 // Time to move bytes over a link of bandwidth_mbps (1e6 bytes/s), rounded up.
 TimePs transfer_ps(uint64_t bytes, uint64_t bandwidth_mbps);
-// Time of one op on one chip, overhead included.
+
+// Time to process `amount` units (ops, bytes) at `rate`, rounded up; exact integer arithmetic.
+TimePs duration_ps(uint64_t amount, const Rate& rate);
+
+// One op exactly as listed (a full chunk): max(flops / achieved peak of its dtype, bytes /
+// achieved DRAM bandwidth) + op overhead. INT8 and INT4 ops run at the INT8 peak, every
+// other dtype at the BF16 peak.
 TimePs op_ps(const calbin::Op& op, const DeviceConfig& config);
+
+// The expected number of distinct experts that `tokens` tokens touch when each picks
+// `active` of `experts` uniformly: experts x (1 - (1 - active / experts)^tokens), in units of
+// 1 / kExpertUnit expert. Integer fixed point, so every platform gets the same value.
+inline constexpr uint64_t kExpertUnit = uint64_t{1} << 32;
+uint64_t expected_experts_fixed(uint64_t experts, uint64_t active, uint64_t tokens);
 
 JobCost job_cost(const calbin::Manifest& manifest, const calbin::Model& model,
                  const JobShape& shape, const DeviceConfig& config);

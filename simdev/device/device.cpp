@@ -50,7 +50,20 @@ Expected<std::unique_ptr<Device>> Device::create(std::string_view config_text) {
 }
 
 Device::Device(const DeviceConfig& config)
-    : config_(config), fault_plan_(std::make_unique<FaultPlan>()), chip_busy_ps_(config.chips) {}
+    : config_(config), fault_plan_(std::make_unique<FaultPlan>()), chip_busy_ps_(config.chips) {
+  engine_.set_paced(config.clock == ClockMode::kPaced);
+}
+
+Status Device::host_spend(uint64_t duration_ns) {
+  if (duration_ns == CALRT_TIMEOUT_INFINITE) {
+    return fail(CALRT_INVALID_ARGUMENT, "host_spend duration_ns is CALRT_TIMEOUT_INFINITE");
+  }
+  if (engine_.paced()) {
+    return engine_.catch_up();  // the time has passed already
+  }
+  return engine_.run_until(saturating_add(engine_.now(), ns_to_ps(duration_ns)),
+                           [] { return false; });
+}
 
 void Device::set_fault_plan(std::unique_ptr<FaultPlan> plan) {
   fault_plan_ = plan ? std::move(plan) : std::make_unique<FaultPlan>();
@@ -88,7 +101,7 @@ Expected<KvHandle*> Device::find_kv(ObjectId id) const {
               tombstones_.describe(id, "kv handle was freed or never issued"));
 }
 
-size_t Device::jobs_in_flight() const { return job_queue_.size() + (running_job_ ? 1 : 0); }
+size_t Device::jobs_in_flight() const { return in_flight_; }
 
 size_t Device::jobs_in_flight(ObjectId calbin) const {
   size_t count = 0;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <deque>
+#include <span>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,6 +22,7 @@
 #include "simdev/device/job.hpp"
 #include "simdev/device/kv_handle.hpp"
 #include "simdev/device/tombstones.hpp"
+#include "simdev/device/trace_recorder.hpp"
 
 namespace simdev {
 
@@ -68,6 +71,10 @@ struct TensorMapping {
   uint64_t size_bytes = 0;
 };
 
+// Prices a job from its CSR snapshot (job_execution.cpp); unvalidated, clamped.
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+                   const std::vector<uint64_t>& csrs);
+
 class Device {
  public:
   static constexpr uint32_t kMaxCalbins = 64;
@@ -106,7 +113,8 @@ class Device {
   // Jobs.
   Expected<ObjectId> job_submit(ObjectId calbin, std::string_view model_name, ObjectId input,
                                 ObjectId output);
-  Expected<WaitOutcome> job_wait(ObjectId id, uint64_t timeout_ns);
+  // Paced mode sleeps through `sleeper` (the runtime's: it releases the device lock).
+  Expected<WaitOutcome> job_wait(ObjectId id, uint64_t timeout_ns, Sleeper* sleeper = nullptr);
   Expected<const Job*> job(ObjectId id) const;
   Status job_cancel(ObjectId id);
   Status job_destroy(ObjectId id);
@@ -119,8 +127,23 @@ class Device {
   Expected<KvInfo> kv_info(ObjectId kv) const;
   Expected<KvCapacity> kv_capacity(ObjectId calbin) const;
 
+  // Clock (the ABI's clock extension).
+  bool paced() const { return engine_.paced(); }
+  TimePs now() const { return engine_.now(); }
+  // The host was busy for duration_ns: virtual time advances by it with events running.
+  Status host_spend(uint64_t duration_ns);
+  // Paced: fires the events the wall clock has reached (called before every API call).
+  Status catch_up() { return engine_.catch_up(); }
+
+  // Trace (the ABI's trace extension).
+  Status trace_start(uint64_t capacity_events) { return trace_.start(capacity_events); }
+  void trace_stop() { trace_.stop(); }
+  size_t trace_drain(std::span<TraceRecord> out) { return trace_.drain(out); }
+  uint64_t trace_dropped() const { return trace_.dropped(); }
+
   // Statistics for tests and traces.
   size_t max_event_queue_depth() const { return engine_.queue().max_depth(); }
+  uint64_t buffer_reuse_count() const { return buffer_reuse_count_; }
 
  private:
   // Lookups: INVALID_HANDLE naming the kind when the id does not resolve.
@@ -151,12 +174,15 @@ class Device {
                          ObjectId input_id, ObjectId output_id);
   Status check_in_flight_limit(ObjectId calbin_id, const CalbinImage& image, uint32_t slot) const;
   Expected<KvHandle*> applied_kv(const Buffer& input, calbin::ModelType type) const;
-  void enqueue(ObjectId job_id);
-  void start_next();
-  void on_job_start(ObjectId job_id);
-  void on_job_complete(ObjectId job_id);
+  void on_job_arrive(ObjectId job_id);
+  void pump();
+  void start_stage(Stage stage, ObjectId job_id);
+  void on_stage_done(Stage stage, ObjectId job_id);
+  void record_compute(const Job& job);
+  Status find_reuse(const Job& job, ObjectId buffer_id, const TensorBytes& at_submit);
+  void fail_job(Job& job, CalrtCode code, const std::string& message);
   void finish(Job& job, CalrtJobState state, CalrtCode code, std::string message);
-  Expected<TimePs> execute(Job& job);
+  Status begin_compute(Job& job);
   void release_job_resources(Job& job);
   void cancel_all(const std::string& reason);
   void drop_calbin_objects(ObjectId calbin, bool keep_buffers_and_jobs);
@@ -172,10 +198,17 @@ class Device {
   HandleTable<Job> jobs_{kMaxJobs};
   HandleTable<KvHandle> kvs_{kMaxKvHandles};
   Tombstones tombstones_;
-  std::deque<ObjectId> job_queue_;       // submitted, waiting for the compute pipeline
-  std::optional<ObjectId> running_job_;  // the job on the compute pipeline
+  struct StageQueue {
+    std::deque<ObjectId> waiting;
+    std::optional<ObjectId> busy;
+  };
+  std::array<StageQueue, kStageCount> stages_;
+  size_t in_flight_ = 0;  // jobs submitted and not final
+  TraceRecorder trace_;
+  uint64_t buffer_reuse_count_ = 0;
   std::vector<TimePs> chip_busy_ps_;
-  uint64_t next_serial_ = 1;
+  uint64_t next_serial_ = 1;      // calbins, buffers and KV handles
+  uint64_t next_job_serial_ = 1;  // jobs: 1, 2, ... in submission order (traces rely on it)
   bool parallel_mode_ = false;
   bool faulted_ = false;
   bool lost_ = false;

@@ -14,7 +14,8 @@ Status Device::check_owner(const Buffer& buffer, std::string_view action) const 
   if (buffer.owner_job) {
     return fail(CALRT_BUSY, "cannot " + std::string(action) + " " + buffer_label(buffer) +
                                 ": it is owned by in-flight job #" +
-                                std::to_string(buffer.owner_job_serial));
+                                std::to_string(buffer.owner_job_serial) +
+                                " (touching it now is the buffer-reuse bug)");
   }
   return {};
 }

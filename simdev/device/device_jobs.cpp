@@ -98,115 +98,212 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   if (auto room = check_in_flight_limit(calbin_id, image, input.slot); !room) {
     return tl::unexpected(room.error());
   }
-  auto kv = applied_kv(input, image.manifest.models[model_index].type);
+  const calbin::Model& model = image.manifest.models[model_index];
+  auto kv = applied_kv(input, model.type);
   if (!kv) {
     return tl::unexpected(kv.error());
   }
-  if (job_queue_.size() >= kMaxQueuedJobs) {
+  if (jobs_in_flight() >= kMaxQueuedJobs) {
     return fail(CALRT_BUSY, "device job queue is full (" + std::to_string(kMaxQueuedJobs) + ")");
   }
   auto job = std::make_unique<Job>();
-  job->serial = next_serial_++;
+  job->serial = next_job_serial_++;
   job->calbin = calbin_id;
   job->model_index = model_index;
   job->input = input_id;
   job->output = output_id;
   job->slot = input.slot;
   job->csrs = input.csrs;  // the device reads the CSRs at submission
+  job->cost = job_cost(image.manifest, model, job_shape(image.manifest, model, job->csrs), config_);
+  job->input_at_submit = input.tensors;
+  job->output_at_submit = output.tensors;
   job->submit_ps = engine_.now();
   if (*kv != nullptr) {
     job->kv = input.kv;
   }
   const uint64_t serial = job->serial;
+  const TimePs submit_ps = job->cost.submit_ps;
   auto id = jobs_.insert(std::move(job));
   if (!id) {
     return fail(CALRT_OUT_OF_RANGE,
                 "too many live jobs (limit " + std::to_string(kMaxJobs) + "); destroy old ones");
   }
-  input.owner_job = output.owner_job = *id;
+  Job& placed = *jobs_.find(*id);
+  const ObjectId job_id = *id;
+  placed.id = job_id;
+  auto key = engine_.after(submit_ps, Band::kJobStart, [this, job_id] { on_job_arrive(job_id); });
+  if (!key) {
+    jobs_.erase(job_id);
+    return tl::unexpected(key.error());
+  }
+  placed.pending_event = *key;
+  ++in_flight_;
+  input.owner_job = output.owner_job = job_id;
   input.owner_job_serial = output.owner_job_serial = serial;
   if (*kv != nullptr) {
-    (*kv)->user_job = *id;
+    (*kv)->user_job = job_id;
     (*kv)->user_job_serial = serial;
   }
-  enqueue(*id);
-  return *id;
+  return job_id;
 }
 
-void Device::enqueue(ObjectId job_id) {
-  job_queue_.push_back(job_id);
-  if (!running_job_) {
-    start_next();
-  }
-}
+// The pipeline. Each stage (input DMA, compute, output DMA) serves one job at a time in
+// arrival order; a job moves on when its stage completes, so the link carries the next
+// job's input while the chips compute this one (parallel mode keeps two jobs in flight).
 
-void Device::start_next() {
-  if (running_job_ || job_queue_.empty()) {
-    return;
-  }
-  const ObjectId next = job_queue_.front();
-  job_queue_.pop_front();
-  Job* job = jobs_.find(next);
-  auto key = engine_.after(0, Band::kJobStart, [this, next] { on_job_start(next); });
-  if (!key) {
-    finish(*job, CALRT_JOB_FAILED, CALRT_INTERNAL, key.error().message);
-    start_next();
-    return;
-  }
-  running_job_ = next;
-  job->pending_event = *key;
-}
-
-void Device::on_job_start(ObjectId job_id) {
+void Device::on_job_arrive(ObjectId job_id) {
   Job* job = jobs_.find(job_id);
   if (job == nullptr || job->final()) {
     return;
   }
-  job->state = CALRT_JOB_RUNNING;
-  job->start_ps = engine_.now();
   job->pending_event.reset();
-  Expected<TimePs> duration = fail(CALRT_INTERNAL, "unset");
-  if (auto fault = fault_plan_->on_job_start(job->serial, engine_.now())) {
-    duration = tl::unexpected(*fault);
-  } else {
-    duration = execute(*job);
-  }
-  TimePs run_ps = 0;
-  if (duration) {
-    run_ps = *duration;
-  } else {
-    // A request error is found early: the job fails after the submission overhead.
-    job->code = duration.error().code;
-    job->message = job_label(*job) + ": " + duration.error().message;
-    run_ps = ns_to_ps(config_.submit_overhead_ns);
-  }
-  auto key = engine_.after(run_ps, Band::kJobComplete, [this, job_id] { on_job_complete(job_id); });
-  if (!key) {
-    running_job_.reset();
-    finish(*job, CALRT_JOB_FAILED, CALRT_INTERNAL, key.error().message);
-    start_next();
-    return;
-  }
-  job->pending_event = *key;
+  job->stage = Stage::kH2d;
+  stages_[static_cast<size_t>(Stage::kH2d)].waiting.push_back(job_id);
+  pump();
 }
 
-void Device::on_job_complete(ObjectId job_id) {
-  Job* job = jobs_.find(job_id);
-  if (job != nullptr && !job->final()) {
-    job->pending_event.reset();
-    const CalrtCode code = job->code;
-    if (CALRT_CODE_FAULT_CLASS(code) == CALRT_FAULT_DEVICE) {
-      faulted_ = true;
-      ++error_count_;
-      last_error_ = code;
+void Device::pump() {
+  // Later stages first: a job leaving compute frees the chips before the next one enters.
+  for (Stage stage : {Stage::kD2h, Stage::kCompute, Stage::kH2d}) {
+    StageQueue& queue = stages_[static_cast<size_t>(stage)];
+    while (!queue.busy && !queue.waiting.empty()) {
+      const ObjectId next = queue.waiting.front();
+      queue.waiting.pop_front();
+      start_stage(stage, next);
     }
-    finish(*job, code == CALRT_OK ? CALRT_JOB_COMPLETED : CALRT_JOB_FAILED, code,
-           std::string(job->message));
   }
-  if (running_job_ && *running_job_ == job_id) {
-    running_job_.reset();
+}
+
+void Device::start_stage(Stage stage, ObjectId job_id) {
+  Job& job = *jobs_.find(job_id);
+  TimePs duration = 0;
+  switch (stage) {
+    case Stage::kH2d:
+      job.state = CALRT_JOB_RUNNING;
+      job.start_ps = engine_.now();
+      trace_.record({CALRT_TRACK_QUEUE, CALRT_TRACE_QUEUED, 0, -1, job.serial, job.submit_ps,
+                     job.start_ps, 0, 0, "queued"});
+      duration = job.cost.h2d_ps;
+      break;
+    case Stage::kCompute: {
+      job.compute_start_ps = engine_.now();
+      Status began = fail(CALRT_INTERNAL, "unset");
+      if (auto fault = fault_plan_->on_job_start(job.serial, engine_.now())) {
+        began = tl::unexpected(*fault);
+      } else {
+        began = begin_compute(job);
+      }
+      if (!began) {
+        fail_job(job, began.error().code, began.error().message);
+        return;
+      }
+      duration = job.cost.compute_ps();
+      break;
+    }
+    case Stage::kD2h:
+      if (auto reuse = find_reuse(job, job.output, job.output_at_submit); !reuse) {
+        fail_job(job, reuse.error().code, reuse.error().message);
+        return;
+      }
+      duration = job.cost.d2h_ps;
+      break;
   }
-  start_next();
+  auto key = engine_.after(duration, Band::kJobComplete,
+                           [this, stage, job_id] { on_stage_done(stage, job_id); });
+  if (!key) {
+    fail_job(job, CALRT_INTERNAL, key.error().message);
+    return;
+  }
+  job.pending_event = *key;
+  stages_[static_cast<size_t>(stage)].busy = job_id;
+}
+
+void Device::on_stage_done(Stage stage, ObjectId job_id) {
+  StageQueue& queue = stages_[static_cast<size_t>(stage)];
+  if (queue.busy && *queue.busy == job_id) {
+    queue.busy.reset();
+  }
+  Job* job = jobs_.find(job_id);
+  if (job == nullptr || job->final()) {
+    pump();
+    return;
+  }
+  job->pending_event.reset();
+  const TimePs now = engine_.now();
+  switch (stage) {
+    case Stage::kH2d:
+      job->h2d_end_ps = now;
+      trace_.record({CALRT_TRACK_PCIE_H2D, CALRT_TRACE_H2D, 0, -1, job->serial, job->start_ps,
+                     now, job->cost.h2d_bytes, 0, "input"});
+      job->stage = Stage::kCompute;
+      stages_[static_cast<size_t>(Stage::kCompute)].waiting.push_back(job_id);
+      break;
+    case Stage::kCompute:
+      job->compute_end_ps = now;
+      record_compute(*job);
+      job->stage = Stage::kD2h;
+      stages_[static_cast<size_t>(Stage::kD2h)].waiting.push_back(job_id);
+      break;
+    case Stage::kD2h: {
+      trace_.record({CALRT_TRACK_PCIE_D2H, CALRT_TRACE_D2H, 0, -1, job->serial,
+                     job->compute_end_ps, now, job->cost.d2h_bytes, 0, "output"});
+      if (auto reuse = find_reuse(*job, job->input, job->input_at_submit); !reuse) {
+        fail_job(*job, reuse.error().code, reuse.error().message);
+        return;
+      }
+      if (Buffer* output = buffers_.find(job->output)) {
+        output->tensors = std::move(job->staged_outputs);
+      }
+      finish(*job, CALRT_JOB_COMPLETED, CALRT_OK, "");
+      break;
+    }
+  }
+  pump();
+}
+
+void Device::record_compute(const Job& job) {
+  TimePs begin = job.compute_start_ps;
+  for (const Segment& segment : job.cost.segments) {
+    for (size_t chip = 0; chip < segment.chip_ps.size(); ++chip) {
+      if (chip < chip_busy_ps_.size()) {
+        chip_busy_ps_[chip] = saturating_add(chip_busy_ps_[chip], segment.chip_ps[chip]);
+      }
+      trace_.record({CALRT_TRACK_CHIP, CALRT_TRACE_COMPUTE, static_cast<uint32_t>(chip),
+                     segment.layer, job.serial, begin, saturating_add(begin, segment.chip_ps[chip]),
+                     chip < segment.chip_bytes.size() ? segment.chip_bytes[chip] : 0,
+                     chip < segment.chip_flops.size() ? segment.chip_flops[chip] : 0,
+                     segment.label});
+    }
+    const TimePs chips_end = saturating_add(begin, segment.chips_ps());
+    if (segment.d2d_ps > 0) {
+      trace_.record({CALRT_TRACK_D2D, CALRT_TRACE_D2D, 0, segment.layer, job.serial, chips_end,
+                     saturating_add(chips_end, segment.d2d_ps), segment.d2d_bytes, 0,
+                     segment.label});
+    }
+    begin = saturating_add(chips_end, segment.d2d_ps);
+  }
+}
+
+Status Device::find_reuse(const Job& job, ObjectId buffer_id, const TensorBytes& at_submit) {
+  const Buffer* buffer = buffers_.find(buffer_id);
+  if (buffer == nullptr || buffer->tensors == at_submit) {
+    return {};
+  }
+  ++buffer_reuse_count_;
+  return fail(CALRT_BUFFER_REUSE,
+              "buffer reuse: the host wrote buffer #" + std::to_string(buffer->serial) +
+                  " while job #" + std::to_string(job.serial) +
+                  " owned it (a mapping used after unmap, before the job was final)");
+}
+
+void Device::fail_job(Job& job, CalrtCode code, const std::string& message) {
+  if (CALRT_CODE_FAULT_CLASS(code) == CALRT_FAULT_DEVICE) {
+    faulted_ = true;
+    ++error_count_;
+    last_error_ = code;
+  }
+  finish(job, CALRT_JOB_FAILED, code, job_label(job) + ": " + message);
+  pump();
 }
 
 void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string message) {
@@ -218,6 +315,18 @@ void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string m
     engine_.queue().cancel(*job.pending_event);
     job.pending_event.reset();
   }
+  const ObjectId id = job.id;
+  for (StageQueue& queue : stages_) {
+    std::erase(queue.waiting, id);
+    if (queue.busy && *queue.busy == id) {
+      queue.busy.reset();
+    }
+  }
+  job.stage.reset();
+  job.input_at_submit.clear();
+  job.output_at_submit.clear();
+  job.staged_outputs.clear();
+  --in_flight_;
   release_job_resources(job);
 }
 
@@ -234,17 +343,29 @@ void Device::release_job_resources(Job& job) {
   }
 }
 
-Expected<WaitOutcome> Device::job_wait(ObjectId id, uint64_t timeout_ns) {
+Expected<WaitOutcome> Device::job_wait(ObjectId id, uint64_t timeout_ns, Sleeper* sleeper) {
   auto found = find_job(id);
   if (!found) {
     return tl::unexpected(found.error());
   }
   const TimePs deadline = saturating_add(engine_.now(), timeout_ps(timeout_ns));
-  Job* job = *found;
-  auto ran = engine_.run_until(deadline, [&] { return job->final(); });
+  // Looked up again after every event: in paced mode another thread may destroy the job
+  // while this one sleeps.
+  auto ran = engine_.run_until(
+      deadline,
+      [&] {
+        const Job* job = jobs_.find(id);
+        return job == nullptr || job->final();
+      },
+      sleeper);
   if (!ran) {
     return tl::unexpected(ran.error());
   }
+  found = find_job(id);
+  if (!found) {
+    return tl::unexpected(found.error());
+  }
+  const Job* job = *found;
   if (job->state == CALRT_JOB_FAILED && CALRT_CODE_FAULT_CLASS(job->code) == CALRT_FAULT_DEVICE) {
     return fail(job->code, job->message);  // the job is FAILED; the device needs a reset
   }
@@ -268,13 +389,8 @@ Status Device::job_cancel(ObjectId id) {
   if (job.final()) {
     return {};
   }
-  std::erase(job_queue_, id);
-  const bool was_running = running_job_ && *running_job_ == id;
   finish(job, CALRT_JOB_CANCELLED, CALRT_CANCELLED, job_label(job) + " was cancelled");
-  if (was_running) {
-    running_job_.reset();
-    start_next();
-  }
+  pump();
   return {};
 }
 
@@ -285,8 +401,6 @@ void Device::cancel_all(const std::string& reason) {
       live.push_back(id);
     }
   });
-  job_queue_.clear();
-  running_job_.reset();
   for (ObjectId id : live) {
     Job& job = *jobs_.find(id);
     finish(job, CALRT_JOB_CANCELLED, CALRT_CANCELLED, job_label(job) + " " + reason);

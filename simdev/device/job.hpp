@@ -1,5 +1,6 @@
 // One submitted execution of a model and its lifecycle on the device clock:
 // SUBMITTED -> RUNNING -> COMPLETED | FAILED, or CANCELLED from either of the first two.
+// While RUNNING it passes the pipeline stages input DMA, compute and output DMA.
 #pragma once
 
 #include <cstdint>
@@ -8,13 +9,20 @@
 #include <vector>
 
 #include "abi/calrt.h"
+#include "simdev/device/cost_model.hpp"
 #include "simdev/device/event_queue.hpp"
 #include "simdev/device/handle_table.hpp"
 
 namespace simdev {
 
+enum class Stage : uint32_t { kH2d = 0, kCompute = 1, kD2h = 2 };
+inline constexpr size_t kStageCount = 3;
+
+using TensorBytes = std::vector<std::vector<uint8_t>>;
+
 struct Job {
   uint64_t serial = 0;  // "job #N" in messages
+  ObjectId id;          // its own id in the device's job table
   ObjectId calbin;
   size_t model_index = 0;
   ObjectId input;
@@ -22,14 +30,26 @@ struct Job {
   std::optional<ObjectId> kv;
   uint32_t slot = 0;
   std::vector<uint64_t> csrs;  // snapshot taken at submission: the device reads them then
+  JobCost cost;                // from the CSR snapshot; validated when compute starts
+
+  // Buffer contents at submission. The input is what the device computes on; both are
+  // compared again later, so that a host write through a mapping kept past unmap (the
+  // reference's buffer-reuse bug class) is reported instead of silently corrupting results.
+  TensorBytes input_at_submit;
+  TensorBytes output_at_submit;
+  TensorBytes staged_outputs;  // results in device memory, copied out by the output DMA
 
   CalrtJobState state = CALRT_JOB_SUBMITTED;
   CalrtCode code = CALRT_OK;
   std::string message;
+  std::optional<Stage> stage;  // the stage it occupies or waits for, while RUNNING
   TimePs submit_ps = 0;
   TimePs start_ps = 0;
+  TimePs h2d_end_ps = 0;
+  TimePs compute_start_ps = 0;
+  TimePs compute_end_ps = 0;
   TimePs end_ps = 0;
-  std::optional<EventKey> pending_event;  // its start or completion event
+  std::optional<EventKey> pending_event;  // its arrival or stage-completion event
 
   bool final() const {
     return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||

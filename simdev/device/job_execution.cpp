@@ -49,6 +49,16 @@ std::pair<uint64_t, std::string> csr(const calbin::Model& model,
   return {value, std::string(name) + " (index " + std::to_string(fallback_index) + ")"};
 }
 
+// Tokens one submission of the model carries: 1 for decode, the token input's length else.
+uint64_t chunk_of(const calbin::Manifest& manifest, const calbin::Model& model) {
+  if (model.type == calbin::ModelType::kDecode) {
+    return 1;
+  }
+  const auto token = find_role(model.inputs, calbin::TensorRole::kToken);
+  return std::max<uint64_t>(
+      token ? element_count(model.inputs[*token]) : manifest.llm.prefill_chunk, 1);
+}
+
 Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Model& model,
                              const std::vector<uint64_t>& csrs, const KvHandle& kv) {
   StepPlan plan;
@@ -56,10 +66,7 @@ Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Mod
   const auto [past, past_label] = csr(model, csrs, "past_kv_cur_seq_len", 1);
   plan.cur = cur;
   plan.past = past;
-  const auto token = find_role(model.inputs, calbin::TensorRole::kToken);
-  plan.chunk = model.type == calbin::ModelType::kDecode
-                   ? 1
-                   : (token ? element_count(model.inputs[*token]) : manifest.llm.prefill_chunk);
+  plan.chunk = chunk_of(manifest, model);
   if (cur < 1 || cur > plan.chunk) {
     return fail(CALRT_OUT_OF_RANGE, "CSR " + cur_label + " = " + std::to_string(cur) +
                                         " is outside [1, " + std::to_string(plan.chunk) + "] for " +
@@ -75,7 +82,7 @@ Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Mod
   return plan;
 }
 
-Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Buffer& input,
+Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const TensorBytes& input,
                                           calbin::TensorRole role, const char* what,
                                           uint64_t count) {
   const auto index = find_role(model.inputs, role);
@@ -83,7 +90,7 @@ Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Buff
     return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no " + what + " input");
   }
   const calbin::TensorDesc& desc = model.inputs[*index];
-  const auto& bytes = input.tensors[*index];
+  const auto& bytes = input[*index];
   if (desc.dtype != calbin::Dtype::kInt32 || bytes.size() < count * sizeof(int32_t)) {
     return fail(CALRT_UNIMPLEMENTED,
                 "model \"" + model.name + "\" input \"" + desc.name + "\": the simulator reads " +
@@ -94,7 +101,8 @@ Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Buff
   return values;
 }
 
-Status write_logits(const calbin::Model& model, Buffer& output, const std::vector<float>& logits) {
+Status write_logits(const calbin::Model& model, TensorBytes& output,
+                    const std::vector<float>& logits) {
   const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
   if (!index) {
     return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no logits output");
@@ -104,7 +112,7 @@ Status write_logits(const calbin::Model& model, Buffer& output, const std::vecto
   const uint64_t rows = cols == 0 ? 0 : element_count(desc) / cols;
   const uint32_t d0 = desc.layout.kind == calbin::Layout::Kind::kTiled ? desc.layout.tile_d0 : 0;
   const uint64_t physical = d0 == 0 ? rows * cols : calbin::tiled_element_count(rows, cols, d0);
-  auto& bytes = output.tensors[*index];
+  auto& bytes = output[*index];
   if (desc.dtype != calbin::Dtype::kBf16 || rows != 1 || cols != logits.size() ||
       bytes.size() < physical * sizeof(uint16_t)) {
     return fail(CALRT_UNIMPLEMENTED, "model \"" + model.name + "\" output \"" + desc.name +
@@ -121,8 +129,8 @@ Status write_logits(const calbin::Model& model, Buffer& output, const std::vecto
   return {};
 }
 
-Status run_functional(CalbinImage& image, const calbin::Model& model, const Buffer& input,
-                      Buffer& output, KvHandle& kv, const StepPlan& plan) {
+Status run_functional(CalbinImage& image, const calbin::Model& model, const TensorBytes& input,
+                      TensorBytes& output, KvHandle& kv, const StepPlan& plan) {
   auto tokens = read_int32(model, input, calbin::TensorRole::kToken, "tokens", plan.cur);
   if (!tokens) {
     return tl::unexpected(tokens.error());
@@ -142,35 +150,40 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Buff
 
 }  // namespace
 
-Expected<TimePs> Device::execute(Job& job) {
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+                   const std::vector<uint64_t>& csrs) {
+  // Unvalidated: the shape only prices the job; begin_compute() rejects bad CSRs.
+  const uint64_t chunk = chunk_of(manifest, model);
+  const uint64_t cur = csr(model, csrs, "cur_seq_len", 0).first;
+  const uint64_t past = csr(model, csrs, "past_kv_cur_seq_len", 1).first;
+  return JobShape{std::clamp<uint64_t>(cur, 1, chunk), chunk, std::min<uint64_t>(past, 1u << 30)};
+}
+
+Status Device::begin_compute(Job& job) {
   CalbinImage& image = *calbins_.find(job.calbin);
   const calbin::Model& model = image.manifest.models[job.model_index];
-  Buffer& input = *buffers_.find(job.input);
-  Buffer& output = *buffers_.find(job.output);
-  for (auto& tensor : output.tensors) {
-    std::fill(tensor.begin(), tensor.end(), uint8_t{0});
+  job.staged_outputs.clear();
+  for (const auto& tensor : job.output_at_submit) {
+    job.staged_outputs.emplace_back(tensor.size(), uint8_t{0});
   }
-  JobShape shape;
   KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
   // kv_update models have no documented functional semantics yet: timing only.
-  if (kv != nullptr && model.type != calbin::ModelType::kKvUpdate) {
-    auto plan = plan_step(image.manifest, model, job.csrs, *kv);
-    if (!plan) {
-      return tl::unexpected(plan.error());
-    }
-    if (image.functional()) {
-      if (auto ran = run_functional(image, model, input, output, *kv, *plan); !ran) {
-        return tl::unexpected(ran.error());
-      }
-    }
-    kv->filled_tokens = std::max(kv->filled_tokens, plan->past + plan->cur);
-    shape = JobShape{plan->cur, plan->chunk};
+  if (kv == nullptr || model.type == calbin::ModelType::kKvUpdate) {
+    return {};
   }
-  const JobCost cost = job_cost(image.manifest, model, shape, config_);
-  for (size_t c = 0; c < cost.chip_compute_ps.size() && c < chip_busy_ps_.size(); ++c) {
-    chip_busy_ps_[c] = saturating_add(chip_busy_ps_[c], cost.chip_compute_ps[c]);
+  auto plan = plan_step(image.manifest, model, job.csrs, *kv);
+  if (!plan) {
+    return tl::unexpected(plan.error());
   }
-  return cost.total_ps;
+  if (image.functional()) {
+    if (auto ran = run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv,
+                                  *plan);
+        !ran) {
+      return ran;
+    }
+  }
+  kv->filled_tokens = std::max(kv->filled_tokens, plan->past + plan->cur);
+  return {};
 }
 
 }  // namespace simdev

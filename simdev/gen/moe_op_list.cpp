@@ -21,8 +21,12 @@ calbin::Op grouped_dense(std::string name, int layer, uint64_t rows, uint64_t to
                          uint64_t in) {
   const uint64_t expert_bytes = out * in / 2 + out * (in / kW4af16GroupSize) * kF32Bytes;
   const uint64_t bytes = touched * expert_bytes + rows * (in + out) * kActBytes;
-  return ops::op("moe_grouped_dense", std::move(name), layer, ops::dims({rows, out, in}),
-                 calbin::Dtype::kF16, 2 * rows * out * in, bytes);
+  calbin::Op made = ops::op("moe_grouped_dense", std::move(name), layer, ops::dims({rows, out, in}),
+                            calbin::Dtype::kF16, 2 * rows * out * in, bytes);
+  // The timing model rescales these to the experts a submission of any length touches.
+  made.weight_bytes = touched * expert_bytes;
+  made.experts = static_cast<uint32_t>(touched);
+  return made;
 }
 
 // Softmax over the router logits and the top-k pick; writes expert ids and weights.

@@ -33,14 +33,20 @@ calbin::Op op(std::string type, std::string name, int layer, std::vector<int64_t
 }
 
 calbin::Op quant_matmul(std::string name, int layer, uint64_t rows, uint64_t out, uint64_t in) {
-  const uint64_t bytes = out * in + out * kF32Bytes + rows * (in + out) * kActBytes;
-  return op("quant_matmul_add", std::move(name), layer, dims({rows, out, in}), calbin::Dtype::kInt8,
-            2 * rows * out * in, bytes);
+  const uint64_t weights = out * in + out * kF32Bytes;
+  calbin::Op made =
+      op("quant_matmul_add", std::move(name), layer, dims({rows, out, in}), calbin::Dtype::kInt8,
+         2 * rows * out * in, weights + rows * (in + out) * kActBytes);
+  made.weight_bytes = weights;
+  return made;
 }
 
 calbin::Op rmsnorm(std::string name, int layer, uint64_t rows, uint64_t width) {
-  return op("fused_rmsnorm", std::move(name), layer, dims({rows, width}), calbin::Dtype::kBf16,
-            4 * rows * width, (2 * rows * width + width) * kActBytes);
+  calbin::Op made =
+      op("fused_rmsnorm", std::move(name), layer, dims({rows, width}), calbin::Dtype::kBf16,
+         4 * rows * width, (2 * rows * width + width) * kActBytes);
+  made.weight_bytes = width * kActBytes;  // the norm's gain vector
+  return made;
 }
 
 calbin::Op rope(std::string name, int layer, const ChipShape& s) {
@@ -52,8 +58,12 @@ calbin::Op rope(std::string name, int layer, const ChipShape& s) {
 calbin::Op flash_attention(std::string name, int layer, const ChipShape& s) {
   const uint64_t kv_bytes = 2 * s.kv_heads * s.head_dim * s.kv_slots * kActBytes;
   const uint64_t q_o_bytes = 2 * s.tokens * s.q_heads * s.head_dim * kActBytes;
-  return op("flash_attention", std::move(name), layer, dims({s.tokens, s.q_heads, s.head_dim}),
-            calbin::Dtype::kBf16, 4 * s.key_pairs * s.q_heads * s.head_dim, kv_bytes + q_o_bytes);
+  calbin::Op made =
+      op("flash_attention", std::move(name), layer, dims({s.tokens, s.q_heads, s.head_dim}),
+         calbin::Dtype::kBf16, 4 * s.key_pairs * s.q_heads * s.head_dim, kv_bytes + q_o_bytes);
+  made.kv_bytes = kv_bytes;
+  made.kv_slots = s.kv_slots;
+  return made;
 }
 
 calbin::Op silu_mul(std::string name, int layer, uint64_t rows, uint64_t width) {

@@ -34,9 +34,11 @@ void add_mlp(const std::string& p, int l, const ChipShape& s, std::vector<calbin
 // models keep lm_head in bf16 (MODEL.md).
 void add_head(const ChipShape& s, std::vector<calbin::Op>& out) {
   out.push_back(ops::rmsnorm("final_norm", -1, 1, s.hidden));
-  out.push_back(ops::op("matmul", "lm_head", -1, ops::dims({1, s.vocab, s.hidden}),
-                        calbin::Dtype::kBf16, 2 * s.vocab * s.hidden,
-                        (s.vocab * s.hidden + s.hidden + s.vocab) * kActBytes));
+  calbin::Op head =
+      ops::op("matmul", "lm_head", -1, ops::dims({1, s.vocab, s.hidden}), calbin::Dtype::kBf16,
+              2 * s.vocab * s.hidden, (s.vocab * s.hidden + s.hidden + s.vocab) * kActBytes);
+  head.weight_bytes = s.vocab * s.hidden * kActBytes;
+  out.push_back(std::move(head));
   out.push_back(ops::logits_gather(s));
 }
 

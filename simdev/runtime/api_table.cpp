@@ -7,9 +7,21 @@ namespace {
 
 using namespace simdev::runtime;
 
+constexpr CalrtTraceExtension kTraceExtension = {
+    {sizeof(CalrtTraceExtension), CALRT_EXT_TRACE, nullptr},
+    &trace_enable,
+    &trace_read,
+};
+
+constexpr CalrtClockExtension kClockExtension = {
+    {sizeof(CalrtClockExtension), CALRT_EXT_CLOCK, &kTraceExtension.base},
+    &clock_get,
+    &clock_host_spend,
+};
+
 constexpr CalrtApi kApi = {
     CALRT_API_STRUCT_SIZE,
-    nullptr,
+    const_cast<CalrtClockExtension*>(&kClockExtension),
     CALRT_ABI_MAJOR,
     CALRT_ABI_MINOR,
     CALRT_ABI_PATCH,

@@ -46,7 +46,12 @@ Status close_device(CalrtDevice* handle) {
   }
   std::unique_ptr<Device> device;
   {
-    std::lock_guard lock(entry->mutex);
+    std::unique_lock lock(entry->mutex);
+    // Paced waits sleeping on this device leave first; each wakes at once on the notify,
+    // so the bound below is a safety net, not a delay.
+    entry->closing = true;
+    entry->wake.notify_all();
+    entry->wake.wait_for(lock, std::chrono::seconds(10), [&] { return entry->sleepers == 0; });
     device = std::move(entry->device);  // in-flight jobs are simply dropped: bounded
   }
   return {};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "abi/calrt.h"
+#include "abi/calrt_ext.h"
 
 namespace simdev::runtime {
 
@@ -44,5 +45,10 @@ CalrtError* kv_free(Calrt_Kv_Free_Args* args);
 CalrtError* kv_clear(Calrt_Kv_Clear_Args* args);
 CalrtError* kv_info(Calrt_Kv_Info_Args* args);
 CalrtError* kv_capacity(Calrt_Kv_Capacity_Args* args);
+
+CalrtError* clock_get(Calrt_Clock_Get_Args* args);
+CalrtError* clock_host_spend(Calrt_Clock_HostSpend_Args* args);
+CalrtError* trace_enable(Calrt_Trace_Enable_Args* args);
+CalrtError* trace_read(Calrt_Trace_Read_Args* args);
 
 }  // namespace simdev::runtime

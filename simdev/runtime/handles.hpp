@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 
@@ -33,9 +34,13 @@ Handle* to_handle(HandleKind kind, uint32_t device_index, ObjectId object) {
   return reinterpret_cast<Handle*>(encode_handle(kind, device_index, object));
 }
 
-// One open device: the mutex serialises every call on it.
+// One open device: the mutex serialises every call on it. A paced wait sleeps on `wake`
+// with the mutex released; every call notifies it, and closing tells sleepers to leave.
 struct DeviceEntry {
   std::mutex mutex;
+  std::condition_variable wake;
+  uint32_t sleepers = 0;
+  bool closing = false;
   std::unique_ptr<Device> device;  // null once destroyed
   uint32_t index = 0;              // registry slot, packed into every handle of the device
 };

@@ -201,6 +201,18 @@ TEST(ManifestReject, ShardStructure) {
                "weights[0].shard.index", "shard index 2 is not below count 2");
 }
 
+TEST(ManifestReject, OpBreakdownExceedingItsBytes) {
+  // The sample op moves 4096 bytes: 1024 of weights and 2048 of KV.
+  expect_error(rejection([](json& m) { m["models"][0]["ops"][0]["ops"][0]["kv_bytes"] = 3073; }),
+               "models[0].ops[0].ops[0].weight_bytes",
+               "weight_bytes 1024 + kv_bytes 3073 exceed bytes 4096");
+  expect_error(
+      rejection([](json& m) { m["models"][0]["ops"][0]["ops"][0]["weight_bytes"] = 5000; }),
+      "models[0].ops[0].ops[0].weight_bytes", "exceed bytes 4096");
+  expect_error(rejection([](json& m) { m["models"][0]["ops"][0]["ops"][0]["experts"] = -1; }),
+               "models[0].ops[0].ops[0].experts", "negative");
+}
+
 TEST(ManifestReject, OversizedManifest) {
   const std::string huge(kMaxManifestBytes + 1, ' ');
   const Result<Manifest> read = parse_manifest(huge, kLabel);

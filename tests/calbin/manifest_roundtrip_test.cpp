@@ -36,6 +36,11 @@ TEST(ManifestRoundTrip, FieldsSurviveIndividually) {
   EXPECT_EQ(decode.outputs[0].bytes, 151936u * 2);
   EXPECT_EQ(decode.ping_pong[1].output_addresses[0], 0x110000u);
   EXPECT_EQ(decode.ops[1].ops.size(), 2u);
+  const Op& op = decode.ops[1].ops[1];
+  EXPECT_EQ(op.weight_bytes, 1024u);
+  EXPECT_EQ(op.experts, 8u);
+  EXPECT_EQ(op.kv_bytes, 2048u);
+  EXPECT_EQ(op.kv_slots, 256u);
   ASSERT_TRUE(read->golden.has_value());
   EXPECT_EQ(read->golden->index, "golden/golden.json");
 }
@@ -64,7 +69,11 @@ TEST(ManifestRoundTrip, OptionalSectionsMayBeOmitted) {
     "llm": {"vocab": 8, "context": 64, "batch": 1, "layers": 1, "hidden": 8, "q_heads": 2,
             "kv_heads": 1, "head_dim": 4, "ffn": 16, "k_dtype": "bf16", "v_dtype": "bf16",
             "partition": "tensor_parallel"},
-    "files": [], "models": [],
+    "files": [],
+    "models": [{"name": "m", "type": "decode", "metadata_type": "llm_decode", "inputs": [],
+                "outputs": [], "workspace_bytes": 0,
+                "ops": [{"chip": 0, "ops": [{"type": "rope", "shape": [1], "dtype": "bf16",
+                                             "flops": 10, "bytes": 20}]}]}],
     "some_future_key": {"anything": [1, 2, 3]}
   })";
   const Result<Manifest> read = parse_manifest(minimal, "m.json");
@@ -73,6 +82,13 @@ TEST(ManifestRoundTrip, OptionalSectionsMayBeOmitted) {
   EXPECT_FALSE(read->timing_only);
   EXPECT_TRUE(read->weights.empty());
   EXPECT_DOUBLE_EQ(read->llm.rope_theta, 10000.0);
+  // An op without the timing breakdown (older writers) reads as "unknown".
+  const Op& op = read->models.at(0).ops.at(0).ops.at(0);
+  EXPECT_EQ(op.layer, -1);
+  EXPECT_EQ(op.weight_bytes, 0u);
+  EXPECT_EQ(op.experts, 0u);
+  EXPECT_EQ(op.kv_bytes, 0u);
+  EXPECT_EQ(op.kv_slots, 0u);
 }
 
 TEST(ManifestRoundTrip, AtomicWriteLeavesNoTemporaryFiles) {

@@ -19,6 +19,10 @@ Model prefill_model() {
   model.ping_pong_may_alias = true;
   model.workspace_bytes = uint64_t{3} << 30;
   Op op{"flash_attention", "layers.0.attn", 0, {1, 32, 256, 128}, Dtype::kBf16, 123456789, 4096};
+  op.weight_bytes = 1024;
+  op.experts = 8;
+  op.kv_bytes = 2048;
+  op.kv_slots = 256;
   model.ops = {ChipOps{0, {op}}, ChipOps{1, {op, op}}};
   return model;
 }

@@ -1,8 +1,11 @@
 // runner/metrics against values computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "runner/metrics.hpp"
@@ -52,6 +55,81 @@ TEST(TopK, OrderTiesAndNaN) {
   EXPECT_EQ(runner::argmax(values), 1);
   EXPECT_EQ(runner::argmax(std::vector<float>{}), -1);
   EXPECT_EQ(runner::argmax(std::vector<float>{nan, -5.0f}), 1);
+}
+
+// The rule spelled out: NaN last, larger value first, lower id on ties.
+bool ranks_before(const std::vector<float>& v, size_t x, size_t y) {
+  if (std::isnan(v[x]) || std::isnan(v[y])) {
+    return std::isnan(v[x]) == std::isnan(v[y]) ? x < y : std::isnan(v[y]);
+  }
+  return v[x] > v[y] || (v[x] == v[y] && x < y);
+}
+
+std::vector<int32_t> sorted_top_k(const std::vector<float>& v, size_t k) {
+  std::vector<int32_t> ids(v.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::sort(ids.begin(), ids.end(), [&](int32_t x, int32_t y) {
+    return ranks_before(v, static_cast<size_t>(x), static_cast<size_t>(y));
+  });
+  ids.resize(std::min(k, ids.size()));
+  return ids;
+}
+
+TEST(TopK, TiesAtTheKthPlaceGoToTheLowerIds) {
+  // Ten equal values, of which only the first three fit: the ones with the lowest ids, even
+  // though the scan meets the others after the heap is full.
+  std::vector<float> values(5000, 0.0f);
+  for (size_t i = 0; i < 10; ++i) {
+    values[300 + i * 400] = 7.0f;
+  }
+  values[4999] = 9.0f;
+  values[17] = 8.0f;
+  EXPECT_EQ(runner::top_k(values, 5), (std::vector<int32_t>{4999, 17, 300, 700, 1100}));
+  EXPECT_EQ(runner::argmax(values), 4999);
+}
+
+TEST(TopK, SignedZerosTieAndInfinitiesRank) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {0.0f, -0.0f, -inf, inf, -0.0f, 0.0f, -1.0f};
+  EXPECT_EQ(runner::top_k(values, 7), (std::vector<int32_t>{3, 0, 1, 4, 5, 6, 2}));
+  EXPECT_EQ(runner::argmax(std::vector<float>{-0.0f, 0.0f}), 0);
+  EXPECT_EQ(runner::argmax(std::vector<float>{-inf, -inf}), 0);
+}
+
+TEST(TopK, NaNsFillUpOnlyWhenNumbersRunOut) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> values(300, nan);
+  values[250] = 1.0f;
+  values[100] = 2.0f;
+  values[200] = 1.0f;
+  // Three numbers, then the NaNs by id.
+  EXPECT_EQ(runner::top_k(values, 6), (std::vector<int32_t>{100, 200, 250, 0, 1, 2}));
+  EXPECT_EQ(runner::argmax(values), 100);
+  const std::vector<float> all_nan(70, nan);
+  EXPECT_EQ(runner::top_k(all_nan, 3), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(runner::argmax(all_nan), 0);
+  EXPECT_TRUE(runner::top_k(std::vector<float>{}, 3).empty());
+  EXPECT_TRUE(runner::top_k(values, 0).empty());
+}
+
+TEST(TopK, MatchesSortingEverythingOnBf16LikeRows) {
+  // Few distinct values (as BF16 logits have), NaNs sprinkled in, lengths around the scan's
+  // blocks, and k from 1 to past the length.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(-40, 40);
+  std::uniform_int_distribution<int> percent(0, 99);
+  for (const size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{129},
+                         size_t{1000}, size_t{4099}}) {
+    std::vector<float> values(n);
+    for (float& v : values) {
+      v = percent(rng) < 3 ? std::numeric_limits<float>::quiet_NaN()
+                           : static_cast<float>(level(rng)) * 0.5f;
+    }
+    for (const size_t k : {size_t{1}, size_t{2}, size_t{40}, n, n + 5}) {
+      EXPECT_EQ(runner::top_k(values, k), sorted_top_k(values, k)) << "n " << n << " k " << k;
+    }
+    EXPECT_EQ(runner::argmax(values), sorted_top_k(values, 1).front()) << "n " << n;
+  }
 }
 
 TEST(TopKOverlap, FractionOfReference) {

@@ -57,6 +57,70 @@ TEST_P(TileSizes, ReadsEveryRowWithTheDescriptorsTile) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, TileSizes, ::testing::Values(0u, 4u, 8u, 16u, 32u));
 
+// Long rows take the vectorised path in blocks of 16 plus a scalar tail; every layout, tile
+// size and row must still give exactly the values the layout formula says.
+TEST(TensorIo, IntoMatchesTheLayoutFormulaOnLongRows) {
+  for (const uint32_t d0 : {0u, 4u, 12u, 16u, 32u}) {
+    for (const size_t rows : {size_t{1}, size_t{3}}) {
+      const size_t cols = 1000 + 7;  // a partial last tile and a tail after the 16-blocks
+      const calrt::TensorDesc desc = logits_desc(static_cast<int64_t>(rows), cols, d0);
+      const auto bytes = tiled_bytes(rows, cols, d0);
+      for (size_t row = 0; row < rows; ++row) {
+        std::vector<float> out(cols, -1.0f);
+        runner::read_row_f32_into(bytes, desc, row, out);
+        for (size_t c = 0; c < cols; ++c) {
+          ASSERT_EQ(out[c], calbin::round_to_bf16(static_cast<float>(row * 100 + c)))
+              << "d0 " << d0 << " rows " << rows << " row " << row << " col " << c;
+        }
+        EXPECT_EQ(runner::read_row_f32(bytes, desc, row), out);
+      }
+    }
+  }
+}
+
+TEST(TensorIo, IntoReadsAnUnalignedMapping) {
+  const calrt::TensorDesc desc = logits_desc(1, 100, 16);
+  const auto bytes = tiled_bytes(1, 100, 16);
+  std::vector<std::byte> shifted(bytes.size() + 1);
+  std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+  std::vector<float> out(100);
+  runner::read_row_f32_into(std::span<const std::byte>(shifted).subspan(1), desc, 0, out);
+  EXPECT_EQ(out, runner::read_row_f32(bytes, desc, 0));
+}
+
+TEST(TensorIo, IntoReadsF32Tensors) {
+  calrt::TensorDesc desc = logits_desc(2, 20, 8);
+  desc.dtype = calrt::Dtype::f32;
+  desc.bytes = calbin::tiled_element_count(2, 20, 8) * sizeof(float);
+  std::vector<float> logical(2 * 20);
+  for (size_t i = 0; i < logical.size(); ++i) {
+    logical[i] = 0.25f + static_cast<float>(i);
+  }
+  std::vector<float> physical(calbin::tiled_element_count(2, 20, 8), 0.0f);
+  calbin::to_physical(logical.data(), physical.data(), 2, 20, 8);
+  std::vector<std::byte> bytes(desc.bytes);
+  std::memcpy(bytes.data(), physical.data(), bytes.size());
+  std::vector<float> out(20);
+  runner::read_row_f32_into(bytes, desc, 1, out);
+  EXPECT_EQ(out, std::vector<float>(logical.begin() + 20, logical.end()));
+}
+
+TEST(TensorIo, IntoRejectsAWrongOutputSizeAndBadRows) {
+  const calrt::TensorDesc desc = logits_desc(2, 37, 16);
+  const auto bytes = tiled_bytes(2, 37, 16);
+  std::vector<float> short_out(36);
+  EXPECT_THROW(runner::read_row_f32_into(bytes, desc, 0, short_out), std::runtime_error);
+  std::vector<float> long_out(38);
+  EXPECT_THROW(runner::read_row_f32_into(bytes, desc, 0, long_out), std::runtime_error);
+  std::vector<float> out(37);
+  EXPECT_THROW(runner::read_row_f32_into(bytes, desc, 2, out), std::runtime_error);
+  calrt::TensorDesc int_desc = desc;
+  int_desc.dtype = calrt::Dtype::int32;
+  int_desc.bytes = desc.bytes * 2;
+  std::vector<std::byte> int_bytes(int_desc.bytes);
+  EXPECT_THROW(runner::read_row_f32_into(int_bytes, int_desc, 0, out), std::runtime_error);
+}
+
 TEST(TensorIo, AssumingTile16OnATile8TensorWouldBeWrong) {
   // The old adapter's defect: reading a d0 = 8 tensor as if it had d0 = 16.
   const auto bytes = tiled_bytes(2, 32, 8);

@@ -1,0 +1,162 @@
+/* calrt_ext.h: optional extensions of the CalRT Runtime ABI.
+ *
+ * An extension is a struct that a runtime may offer beside its function table; a runtime
+ * over real hardware usually offers none of them, and a caller must work without them.
+ * CalrtApi.extension points to the first extension (or is NULL); each extension starts with
+ * CalrtExtensionBase, whose `next` links the chain (the PJRT C API's extension chain is the
+ * model). A caller walks the chain, picks the types it knows and skips the others; an
+ * extension whose struct_size is smaller than the caller needs is treated as absent.
+ *
+ * Extensions here:
+ *   CALRT_EXT_CLOCK  the device clock of a simulated device: which mode it runs in, and a
+ *                    way for the host to spend time on it (host work in virtual time).
+ *   CALRT_EXT_TRACE  a bounded recording of what the device did, on the device clock:
+ *                    DMA on the PCIe link, compute per chip, D2D reductions.
+ * The same rules as calrt.h hold: args structs carry struct_size, every call returns a
+ * CalrtError* (NULL on success) that the caller destroys with the table's Error_Destroy.
+ */
+#ifndef CALRT_EXT_H_
+#define CALRT_EXT_H_
+
+#include "abi/calrt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum CalrtExtensionType {
+  CALRT_EXT_CLOCK = 1,
+  CALRT_EXT_TRACE = 2,
+} CalrtExtensionType;
+
+typedef struct CalrtExtensionBase {
+  size_t struct_size; /* of the whole extension struct, base included */
+  CalrtExtensionType type;
+  const struct CalrtExtensionBase* next; /* NULL at the end of the chain */
+} CalrtExtensionBase;
+
+/* ---------------------------------------------------------------------------------------
+ * CALRT_EXT_CLOCK
+ * ------------------------------------------------------------------------------------- */
+typedef enum CalrtClockMode {
+  /* Device time moves only while the host waits (Job_Wait, Clock_HostSpend, and the
+   * phases that take time: configure, reset). Deterministic; the default. */
+  CALRT_CLOCK_VIRTUAL = 1,
+  /* Device time follows the host's monotonic clock (1 device ns per host ns); waits block
+   * in wall time. For demos and for measuring how a waiter wakes. */
+  CALRT_CLOCK_PACED = 2,
+} CalrtClockMode;
+
+/* Reports the clock mode and the device time. Errors: INVALID_HANDLE. */
+typedef struct Calrt_Clock_Get_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  CalrtClockMode mode;     /* out */
+  uint64_t device_time_ns; /* out */
+} Calrt_Clock_Get_Args;
+#define CALRT_CLOCK_GET_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Clock_Get_Args, device_time_ns)
+typedef CalrtError* Calrt_Clock_Get(Calrt_Clock_Get_Args* args);
+
+/* The host spent duration_ns on work of its own (converting logits, sampling, preparing
+ * the next input). In VIRTUAL mode the device clock advances by exactly duration_ns, with
+ * every device event in that span happening, as if the host had been busy while the device
+ * ran; in PACED mode the time has passed already and the call only catches the device up.
+ * This is how a benchmark on a virtual clock sees host work overlap device work.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (duration_ns is CALRT_TIMEOUT_INFINITE). */
+typedef struct Calrt_Clock_HostSpend_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  uint64_t duration_ns;
+} Calrt_Clock_HostSpend_Args;
+#define CALRT_CLOCK_HOST_SPEND_ARGS_STRUCT_SIZE \
+  CALRT_STRUCT_SIZE(Calrt_Clock_HostSpend_Args, duration_ns)
+typedef CalrtError* Calrt_Clock_HostSpend(Calrt_Clock_HostSpend_Args* args);
+
+typedef struct CalrtClockExtension {
+  CalrtExtensionBase base; /* type CALRT_EXT_CLOCK */
+  Calrt_Clock_Get* Clock_Get;
+  Calrt_Clock_HostSpend* Clock_HostSpend;
+} CalrtClockExtension;
+#define CALRT_CLOCK_EXTENSION_STRUCT_SIZE \
+  CALRT_STRUCT_SIZE(CalrtClockExtension, Clock_HostSpend)
+
+/* ---------------------------------------------------------------------------------------
+ * CALRT_EXT_TRACE
+ * ------------------------------------------------------------------------------------- */
+typedef enum CalrtTraceTrack {
+  CALRT_TRACK_CHIP = 1,     /* one per chip: `chip` says which */
+  CALRT_TRACK_PCIE_H2D = 2, /* host to device DMA */
+  CALRT_TRACK_PCIE_D2H = 3, /* device to host DMA */
+  CALRT_TRACK_D2D = 4,      /* the chip-to-chip link */
+  CALRT_TRACK_QUEUE = 5,    /* a job from submission until its input DMA starts */
+} CalrtTraceTrack;
+
+typedef enum CalrtTraceKind {
+  CALRT_TRACE_QUEUED = 1,  /* submitted, waiting for the link (QUEUE track) */
+  CALRT_TRACE_H2D = 2,     /* input DMA (PCIE_H2D track) */
+  CALRT_TRACE_COMPUTE = 3, /* one barrier-delimited segment of the op list (CHIP track) */
+  CALRT_TRACE_D2D = 4,     /* the tensor-parallel reduction closing a segment (D2D track) */
+  CALRT_TRACE_D2H = 5,     /* output DMA (PCIE_D2H track) */
+} CalrtTraceKind;
+
+/* One span on the device clock. Events come out in the order the device finished the
+ * pipeline stages they belong to (a compute stage's spans together, when it ends). */
+typedef struct CalrtTraceEvent {
+  CalrtTraceTrack track;
+  CalrtTraceKind kind;
+  uint32_t chip;        /* CHIP track: the chip; otherwise 0 */
+  int32_t layer;        /* COMPUTE/D2D: the layer the segment belongs to; -1 for none */
+  uint64_t job_serial;  /* the job, numbered from 1 per device in submission order */
+  uint64_t begin_ns;    /* device clock */
+  uint64_t end_ns;      /* device clock */
+  uint64_t bytes;       /* moved by the span (DMA, D2D, DRAM traffic of a segment) */
+  uint64_t flops;       /* COMPUTE: operations of the segment on this chip */
+  const char* label;    /* static storage of the runtime: e.g. "attention", "moe" */
+} CalrtTraceEvent;
+
+/* Starts (enable = 1) or stops (0) recording. Starting clears what was recorded before.
+ * capacity_events bounds the recording (0: the runtime's default); events past it are
+ * dropped and counted, never allocated.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (capacity above the runtime's limit). */
+typedef struct Calrt_Trace_Enable_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  uint32_t enable;
+  uint64_t capacity_events;
+} Calrt_Trace_Enable_Args;
+#define CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE \
+  CALRT_STRUCT_SIZE(Calrt_Trace_Enable_Args, capacity_events)
+typedef CalrtError* Calrt_Trace_Enable(Calrt_Trace_Enable_Args* args);
+
+/* Moves up to `capacity` recorded events, oldest first, into `events` (an array of
+ * `capacity` elements of event_struct_size bytes each, the caller's sizeof(CalrtTraceEvent)).
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (events NULL with capacity > 0),
+ *   STRUCT_TOO_SMALL (event_struct_size). */
+typedef struct Calrt_Trace_Read_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  CalrtTraceEvent* events;
+  size_t event_struct_size;
+  size_t capacity;
+  size_t count;     /* out: events written */
+  uint64_t dropped; /* out: events lost to the capacity bound since recording started */
+} Calrt_Trace_Read_Args;
+#define CALRT_TRACE_READ_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Trace_Read_Args, dropped)
+typedef CalrtError* Calrt_Trace_Read(Calrt_Trace_Read_Args* args);
+
+typedef struct CalrtTraceExtension {
+  CalrtExtensionBase base; /* type CALRT_EXT_TRACE */
+  Calrt_Trace_Enable* Trace_Enable;
+  Calrt_Trace_Read* Trace_Read;
+} CalrtTraceExtension;
+#define CALRT_TRACE_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtTraceExtension, Trace_Read)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CALRT_EXT_H_ */

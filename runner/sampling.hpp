@@ -1,0 +1,50 @@
+// Token sampling for `calrt bench`: greedy (argmax) or top-k with temperature, seeded.
+//
+// Every decision is a pure function of (logits, settings, stream): the stream is derived
+// from the sampling seed and the token's coordinates (run, sequence, step) rather than
+// drawn from one generator shared by all sequences, so the tokens do not depend on the
+// order in which sync and parallel mode happen to interleave sequences. Numeric checks use
+// greedy; top-k exists to time a realistic sampler.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+namespace runner {
+
+enum class SamplingMethod { greedy, top_k };
+const char* to_string(SamplingMethod method);
+
+struct SamplingConfig {
+  SamplingMethod method = SamplingMethod::greedy;
+  uint32_t top_k = 40;       // candidates kept by top-k (clipped to the vocabulary)
+  double temperature = 1.0;  // > 0; divides the logits before the softmax over the top k
+  uint64_t seed = 0;
+};
+
+// SplitMix64 (Steele, Lea, Flood 2014): a small generator with a fixed, portable output
+// sequence, used for prompts and sampling so that one seed reproduces a run anywhere.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform();
+  // Uniform-ish in [0, bound) by modulo (the bias is below 2^-40 for bound < 2^24); bound > 0.
+  uint64_t below(uint64_t bound);
+
+ private:
+  uint64_t state_;
+};
+
+// A stream seed for the coordinates `keys` under `seed`: each key is folded in through
+// SplitMix64, so neighbouring coordinates give unrelated streams.
+uint64_t derive_stream(uint64_t seed, std::initializer_list<uint64_t> keys);
+
+// The next token: the argmax (lowest id on ties) for greedy; for top-k, one draw from the
+// softmax of the k largest logits divided by the temperature, using `stream`. NaN logits
+// never win; an empty span gives -1.
+int32_t sample_token(std::span<const float> logits, const SamplingConfig& config, uint64_t stream);
+
+}  // namespace runner

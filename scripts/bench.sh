@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the benchmarks in Release and runs them, then prints one summary line each:
+#   the host's decode step (D2H, BF16 -> FP32, greedy, top-k) against a memcpy of the row,
+#   Job_Wait's wake-up (paced simulator, woken by a cancel) against a condition variable.
+#   scripts/bench.sh [BUILD_DIR] [-- extra Google Benchmark flags...]
+# Default: build-release, 5 repetitions, medians. A loaded machine moves every figure; the
+# ratios, measured in the same run, move less.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=build-release
+if (($#)) && [[ "$1" != "--" ]]; then
+  build_dir=$1
+  shift
+fi
+[[ "${1:-}" == "--" ]] && shift
+flags=(--benchmark_repetitions=5 "$@")
+
+scripts/setup.sh
+scripts/build.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release -- calrt_host_bench calrt_wait_bench
+
+out="$build_dir/bench-results"
+mkdir -p "$out"
+for bench in calrt_host_bench calrt_wait_bench; do
+  echo "== $bench"
+  "$build_dir/benchmarks/$bench" "${flags[@]}" --benchmark_out="$out/$bench.json" \
+    --benchmark_out_format=json
+done
+
+python3 - "$out/calrt_host_bench.json" "$out/calrt_wait_bench.json" <<'EOF'
+import json
+import sys
+
+
+def runs(path):
+    """name -> run: the median aggregate when the run was repeated, else the run itself."""
+    with open(path) as f:
+        doc = json.load(f)
+    plain, medians = {}, {}
+    for b in doc["benchmarks"]:
+        name = b.get("run_name", b["name"])
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[name] = b
+        else:
+            plain.setdefault(name, b)
+    plain.update(medians)
+    return plain
+
+
+def ns(run):
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[run.get("time_unit", "ns")]
+    return run["real_time"] * scale
+
+
+host = runs(sys.argv[1])
+wait = runs(sys.argv[2])
+
+memcpy, step = host.get("BM_Memcpy"), host.get("BM_DecodeHostStep")
+if memcpy and step and not step.get("error_occurred"):
+    print(f"host step / memcpy: {ns(step) / ns(memcpy):.2f}x "
+          f"(BM_DecodeHostStep {ns(step) / 1e3:.1f} us, BM_Memcpy {ns(memcpy) / 1e3:.1f} us "
+          f"of the same {step['bytes_per_second'] * ns(step) / 1e9:.0f} bytes)")
+else:
+    print("host step / memcpy: not measured (see the benchmark output above)")
+
+condvar = wait.get("BM_CondvarHandoff/real_time")
+cancel = wait.get("BM_WaitWakeup/real_time")
+done = wait.get("BM_WaitCompletion/real_time")
+if cancel and not cancel.get("error_occurred") and condvar:
+    line = (f"Job_Wait wake-up / condvar handoff (p50): {cancel['p50_ns'] / condvar['p50_ns']:.1f}x "
+            f"(woken by Job_Cancel p50 {cancel['p50_ns'] / 1e3:.1f} us mean "
+            f"{cancel['mean_ns'] / 1e3:.1f} us; condvar p50 {condvar['p50_ns'] / 1e3:.1f} us mean "
+            f"{condvar['mean_ns'] / 1e3:.1f} us)")
+    if done and not done.get("error_occurred"):
+        line += (f"; woken by completion p50 {done['p50_ns'] / 1e3:.1f} us "
+                 f"({done['p50_ns'] / condvar['p50_ns']:.1f}x)")
+    print(line)
+else:
+    reason = (cancel or {}).get("error_message", "not run")
+    print(f"Job_Wait wake-up / condvar handoff: not measured ({reason})")
+EOF

@@ -1,0 +1,352 @@
+// End-to-end: the `calrt bench` executable on the tiny functional calbin and on the
+// timing-only reference calbin (ctest fixtures tiny_calbin and reference_calbin). Option
+// errors, byte-identical reruns with --host-time model, parallel against sync mode, and the
+// Chrome trace.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/runner/calrt_process.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class BenchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
+    for (char& c : name) {
+      c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    }
+    dir_ = fs::temp_directory_path() / ("calrt_bench_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `calrt bench CALBIN ARGS`, on the in-process simulator when built, else its library.
+  static CalrtRun bench(const fs::path& calbin, const std::string& args) {
+    const std::string device =
+        CALRT_TEST_IN_PROCESS ? std::string() : std::string(" --device ") + quoted(CALRT_SIM_SO);
+    return run_calrt("bench " + quoted(calbin) + device + " " + args);
+  }
+
+  fs::path dir_;
+};
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream stream(path);
+  return nlohmann::json::parse(stream);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  std::stringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+// ---------------------------------------------------------------------------------------
+// Options: every bad value is a usage error (exit 2) whose message names the flag.
+// ---------------------------------------------------------------------------------------
+
+struct BadOption {
+  std::string args;
+  std::string named;  // the message must contain this
+};
+
+TEST_F(BenchTest, BadOptionsExitTwoNamingTheFlag) {
+  const std::vector<BadOption> cases = {
+      {"--runs 0", "--runs"},
+      {"--runs many", "--runs"},
+      {"--warmup -1", "--warmup"},
+      {"--concurrency 0", "--concurrency"},
+      {"--prompt-len 0", "--prompt-len"},
+      {"--gen-len 0", "--gen-len"},
+      {"--mode fast", "--mode"},
+      {"--sampling nucleus", "--sampling"},
+      {"--sampling top-k --top-k 0", "--top-k"},
+      {"--temperature 0", "--temperature"},
+      {"--host-time cpu", "--host-time"},
+      {"--host-gbps 0", "--host-gbps"},
+      {"--timeout-ms 0", "--timeout-ms"},
+      {"--prompt-len 4600 --gen-len 32", "--prompt-len 4600"},  // 4631 > context 4608
+      {"--concurrency 4096 --prompt-len 4000 --gen-len 2", "--concurrency 4096"},
+      {"--prefill-model qwen3_tiny", "--prefill-model"},  // exact names only
+      {"--decode-model qwen3_tiny_prefill_c256", "--decode-model"},
+      {"--json " + quoted(dir_ / "missing" / "r.json"), "--json"},
+      {"--csv " + quoted(dir_), "--csv"},
+      {"--trace " + quoted(dir_ / "x.json") + " --json " + quoted(dir_ / "x.json"), "--trace"},
+      {"--device " + quoted(dir_ / "no-such-runtime.so"), "no-such-runtime.so"},
+  };
+  for (const BadOption& c : cases) {
+    const CalrtRun run = bench(CALRT_TEST_CALBIN, c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.named), std::string::npos)
+        << c.args << ": the message does not name " << c.named << ":\n"
+        << run.output;
+  }
+  const CalrtRun missing = run_calrt("bench " + quoted(dir_ / "no-calbin"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("no-calbin"), std::string::npos) << missing.output;
+}
+
+TEST_F(BenchTest, UsageErrorFoundLateStillWritesTheReport) {
+  const fs::path report = dir_ / "r.json";
+  const CalrtRun run =
+      bench(CALRT_TEST_CALBIN, "--prompt-len 4600 --gen-len 32 --json " + quoted(report));
+  ASSERT_EQ(run.exit_code, 2) << run.output;
+  const nlohmann::json doc = read_json(report);
+  EXPECT_EQ(doc["schema"], "calrt-bench/1");
+  EXPECT_EQ(doc["result"], "ERROR");
+  EXPECT_NE(doc["error"].get<std::string>().find("--prompt-len"), std::string::npos);
+}
+
+TEST_F(BenchTest, JobTimeoutFailsWithExitOneNotAHang) {
+  // A device whose compute is far too slow for a 5 ms bound: the wait returns NOT_READY, the
+  // bench cancels the job and fails naming where and the bound.
+  const fs::path json = dir_ / "r.json", trace = dir_ / "t.json";
+  const CalrtRun run = bench(CALRT_TEST_CALBIN,
+                             "--device-config 'clock_mhz=1;dram_bw_mbps=10' --prompt-len 20 "
+                             "--gen-len 2 --runs 1 --concurrency 2 --mode parallel "
+                             "--timeout-ms 5 --json " +
+                                 quoted(json) + " --trace " + quoted(trace));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("did not finish within --timeout-ms 5"), std::string::npos)
+      << run.output;
+  const nlohmann::json doc = read_json(json);
+  EXPECT_EQ(doc["result"], "FAIL");
+  EXPECT_NE(doc["error"].get<std::string>().find("parallel warmup 0 request 0 prefill chunk 0"),
+            std::string::npos)
+      << doc["error"];
+  EXPECT_NO_THROW(read_json(trace));  // what was recorded up to the failure
+}
+
+// ---------------------------------------------------------------------------------------
+// Determinism: identical arguments and --host-time model give byte-identical files.
+// ---------------------------------------------------------------------------------------
+
+TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
+  const fs::path json = dir_ / "r.json", csv = dir_ / "r.csv", trace = dir_ / "t.json";
+  // Top-k sampling with a seed: the sampler's draws must be reproducible too.
+  const std::string args =
+      "--prompt-len 300 --gen-len 5 --runs 2 --warmup 1 --concurrency 2 --host-time model "
+      "--sampling top-k --top-k 8 --temperature 0.7 --sampling-seed 11 --seed 5 --json " +
+      quoted(json) + " --csv " + quoted(csv) + " --trace " + quoted(trace);
+  std::map<std::string, std::string> first;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const CalrtRun run = bench(CALRT_TEST_CALBIN, args);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    for (const fs::path& file : {json, csv, trace}) {
+      const std::string text = read_text(file);
+      ASSERT_FALSE(text.empty()) << file;
+      if (attempt == 0) {
+        first[file.string()] = text;
+        fs::remove(file);  // the second run must write it afresh
+      } else {
+        EXPECT_TRUE(text == first[file.string()]) << file << " differs between identical runs";
+      }
+    }
+  }
+  // What makes the run reproducible is in the report.
+  const nlohmann::json doc = read_json(json);
+  EXPECT_EQ(doc["calbin"]["manifest_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(doc["settings"]["host_time"]["mode"], "model");
+  EXPECT_EQ(doc["settings"]["sampling"]["seed"], 11);
+  EXPECT_EQ(doc["settings"]["prompt_seed"], 5);
+  EXPECT_NE(doc["command_line"].get<std::string>().find("--sampling-seed 11"), std::string::npos);
+  EXPECT_FALSE(doc["device"]["runtime_version"].get<std::string>().empty());
+  EXPECT_EQ(doc["device"]["abi"], "0.7.6");
+  EXPECT_EQ(doc["modes"]["sync"]["metrics"]["prepare"]["clock"], "host-model");
+  EXPECT_EQ(doc["modes"]["sync"]["metrics"]["ttft"]["clock"], "device");
+  // The CSV: a header and one row per metric per mode.
+  std::istringstream lines(first[csv.string()]);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "mode,metric,clock,unit,count,min,p50,p90,p99,max,mean");
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2 * doc["definitions"].size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Parallel against sync mode.
+// ---------------------------------------------------------------------------------------
+
+// (run, request) -> (tokens, logits fingerprints) of one mode's measured requests.
+std::map<std::pair<int, int>, nlohmann::json> requests_of(const nlohmann::json& mode) {
+  std::map<std::pair<int, int>, nlohmann::json> out;
+  for (const auto& r : mode["requests"]) {
+    out[{r["run"].get<int>(), r["request"].get<int>()}] = {r["tokens"], r["logits_fnv1a64"]};
+  }
+  return out;
+}
+
+TEST_F(BenchTest, ParallelIsFasterWithTwoRequestsAndBitIdentical) {
+  const fs::path json = dir_ / "r.json";
+  const CalrtRun run = bench(CALRT_TEST_CALBIN,
+                             "--prompt-len 300 --gen-len 6 --runs 2 --concurrency 2 "
+                             "--host-time model --json " +
+                                 quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  const auto& sync = doc["modes"]["sync"];
+  const auto& parallel = doc["modes"]["parallel"];
+  ASSERT_EQ(sync["runs"].size(), parallel["runs"].size());
+  for (size_t r = 0; r < sync["runs"].size(); ++r) {
+    EXPECT_LT(parallel["runs"][r]["e2e_ms"].get<double>(), sync["runs"][r]["e2e_ms"].get<double>())
+        << "run " << r << ": parallel mode is not faster on the device clock";
+  }
+  EXPECT_LT(parallel["metrics"]["e2e_time"]["p50"].get<double>(),
+            sync["metrics"]["e2e_time"]["p50"].get<double>());
+  EXPECT_GT(doc["comparison"]["e2e_speedup"].get<double>(), 1.0);
+  // Same prompts, same steps: the same logits bit for bit, hence the same greedy tokens.
+  const auto a = requests_of(sync);
+  const auto b = requests_of(parallel);
+  ASSERT_EQ(a.size(), 4u);  // 2 runs x 2 requests
+  EXPECT_EQ(a, b);
+  for (const auto& [key, value] : a) {
+    EXPECT_EQ(value[0].size(), 6u);  // gen-len tokens
+    EXPECT_EQ(value[1].size(), 6u);
+  }
+  EXPECT_TRUE(doc["comparison"]["logits_identical"].get<bool>());
+  EXPECT_TRUE(doc["comparison"]["tokens_identical"].get<bool>());
+}
+
+TEST_F(BenchTest, ParallelWithOneRequestIsAboutSync) {
+  // One request has one job in flight at a time (its KV handle): nothing to overlap.
+  const fs::path json = dir_ / "r.json";
+  const CalrtRun run = bench(CALRT_TEST_CALBIN,
+                             "--prompt-len 40 --gen-len 6 --runs 1 --concurrency 1 "
+                             "--host-time model --json " +
+                                 quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  const double speedup = doc["comparison"]["e2e_speedup"].get<double>();
+  EXPECT_GT(speedup, 0.95);
+  EXPECT_LT(speedup, 1.05);
+  EXPECT_EQ(requests_of(doc["modes"]["sync"]), requests_of(doc["modes"]["parallel"]));
+}
+
+TEST_F(BenchTest, TimingOnlyReferenceCalbinSamplesZeroLogits) {
+  // The reference preset has no weights: its logits are all zero and greedy picks id 0.
+  const fs::path json = dir_ / "r.json";
+  const CalrtRun run = bench(CALRT_TEST_REFERENCE_CALBIN,
+                             "--prompt-len 300 --gen-len 3 --runs 1 --warmup 0 --concurrency 2 "
+                             "--host-time model --json " +
+                                 quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  EXPECT_TRUE(doc["calbin"]["timing_only"].get<bool>());
+  for (const auto& r : doc["modes"]["sync"]["requests"]) {
+    EXPECT_EQ(r["tokens"], nlohmann::json({0, 0, 0}));
+  }
+  const auto& sync = doc["modes"]["sync"]["metrics"];
+  EXPECT_EQ(sync["ttft"]["count"], 2);
+  EXPECT_EQ(sync["tpot"]["count"], 4);           // 2 requests x 2 decode steps
+  EXPECT_EQ(sync["infer_prefill"]["count"], 4);  // 2 chunks of 256 per request
+  EXPECT_GT(sync["infer_prefill"]["p50"].get<double>(),
+            sync["infer_decode"]["p50"].get<double>());  // a 256-token chunk outweighs a step
+  EXPECT_LT(doc["modes"]["parallel"]["metrics"]["e2e_time"]["p50"].get<double>(),
+            sync["e2e_time"]["p50"].get<double>());
+}
+
+// ---------------------------------------------------------------------------------------
+// The Chrome trace.
+// ---------------------------------------------------------------------------------------
+
+TEST_F(BenchTest, TraceHasTheNamedTracksAndSaneSpans) {
+  const fs::path trace = dir_ / "t.json", json = dir_ / "r.json";
+  const CalrtRun run = bench(CALRT_TEST_CALBIN,
+                             "--prompt-len 300 --gen-len 4 --runs 1 --concurrency 2 --host-time "
+                             "model --trace " +
+                                 quoted(trace) + " --json " + quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(trace);  // throws (fails the test) if not JSON
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  EXPECT_EQ(doc["displayTimeUnit"], "ns");
+
+  std::map<std::pair<int, int>, std::string> threads;  // (pid, tid) -> name
+  std::map<int, std::string> processes;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      threads[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    }
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      processes[e["pid"].get<int>()] = e["args"]["name"];
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& [key, name] : threads) {
+    names.insert(processes[key.first] + "/" + name);
+  }
+  for (const char* wanted : {"device/chip 0", "device/chip 1", "device/PCIe H2D", "device/PCIe D2H",
+                             "device/D2D", "device/queue", "host/host"}) {
+    EXPECT_TRUE(names.count(wanted)) << "no track " << wanted;
+  }
+
+  // Every span has a duration >= 0; the chip segments of one job never overlap on their
+  // chip's track; the host does one thing at a time.
+  std::map<std::pair<std::string, uint64_t>, std::vector<std::pair<double, double>>> chip_spans;
+  std::vector<std::pair<double, double>> host_spans;
+  std::map<std::string, size_t> per_track;
+  size_t device_events = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") {
+      continue;
+    }
+    const double ts = e["ts"].get<double>();
+    const double dur = e["dur"].get<double>();
+    EXPECT_GE(dur, 0.0) << e.dump();
+    EXPECT_GE(ts, 0.0) << e.dump();
+    const std::string track = threads[{e["pid"].get<int>(), e["tid"].get<int>()}];
+    ++per_track[processes[e["pid"].get<int>()] + "/" + track];
+    if (processes[e["pid"].get<int>()] == "device") {
+      ++device_events;
+      ASSERT_TRUE(e["args"].contains("job")) << e.dump();
+      EXPECT_TRUE(e["args"].contains("mode")) << "device job not matched: " << e.dump();
+      if (track.rfind("chip ", 0) == 0) {
+        chip_spans[{track, e["args"]["job"].get<uint64_t>()}].push_back({ts, ts + dur});
+      }
+    } else if (track == "host") {
+      host_spans.push_back({ts, ts + dur});
+    }
+  }
+  for (auto& [key, spans] : chip_spans) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) {
+      EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-9)
+          << key.first << " job " << key.second << " has overlapping segments";
+    }
+  }
+  std::sort(host_spans.begin(), host_spans.end());
+  for (size_t i = 1; i < host_spans.size(); ++i) {
+    EXPECT_LE(host_spans[i - 1].second, host_spans[i].first + 1e-9) << "host spans overlap";
+  }
+  for (const char* track : {"device/chip 0", "device/chip 1", "device/PCIe H2D", "device/PCIe D2H",
+                            "device/D2D", "device/queue", "host/host", "host/runs"}) {
+    EXPECT_GT(per_track[track], 0u) << "nothing on " << track;
+  }
+  // The report accounts for the trace: nothing dropped, every device job matched.
+  const nlohmann::json report = read_json(json);
+  EXPECT_EQ(report["trace"]["device_events"].get<size_t>(), device_events);
+  EXPECT_EQ(report["trace"]["dropped_device_events"], 0);
+  EXPECT_EQ(report["trace"]["unmatched_device_jobs"], 0);
+  EXPECT_EQ(report["trace"]["device_trace"], "recorded");
+}
+
+}  // namespace
