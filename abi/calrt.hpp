@@ -1020,8 +1020,7 @@ class Job : public detail::Owner<CalrtJob, detail::HandleDeleter<detail::JobTrai
     out.start_time = std::chrono::nanoseconds(static_cast<int64_t>(args.start_time_ns));
     out.end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.end_time_ns));
     out.h2d_end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.h2d_end_time_ns));
-    out.compute_end_time =
-        std::chrono::nanoseconds(static_cast<int64_t>(args.compute_end_time_ns));
+    out.compute_end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.compute_end_time_ns));
     return out;
   }
 

@@ -79,8 +79,7 @@ typedef struct CalrtClockExtension {
   Calrt_Clock_Get* Clock_Get;
   Calrt_Clock_HostSpend* Clock_HostSpend;
 } CalrtClockExtension;
-#define CALRT_CLOCK_EXTENSION_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(CalrtClockExtension, Clock_HostSpend)
+#define CALRT_CLOCK_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtClockExtension, Clock_HostSpend)
 
 /* ---------------------------------------------------------------------------------------
  * CALRT_EXT_TRACE
@@ -106,14 +105,14 @@ typedef enum CalrtTraceKind {
 typedef struct CalrtTraceEvent {
   CalrtTraceTrack track;
   CalrtTraceKind kind;
-  uint32_t chip;        /* CHIP track: the chip; otherwise 0 */
-  int32_t layer;        /* COMPUTE/D2D: the layer the segment belongs to; -1 for none */
-  uint64_t job_serial;  /* the job, numbered from 1 per device in submission order */
-  uint64_t begin_ns;    /* device clock */
-  uint64_t end_ns;      /* device clock */
-  uint64_t bytes;       /* moved by the span (DMA, D2D, DRAM traffic of a segment) */
-  uint64_t flops;       /* COMPUTE: operations of the segment on this chip */
-  const char* label;    /* static storage of the runtime: e.g. "attention", "moe" */
+  uint32_t chip;       /* CHIP track: the chip; otherwise 0 */
+  int32_t layer;       /* COMPUTE/D2D: the layer the segment belongs to; -1 for none */
+  uint64_t job_serial; /* the job, numbered from 1 per device in submission order */
+  uint64_t begin_ns;   /* device clock */
+  uint64_t end_ns;     /* device clock */
+  uint64_t bytes;      /* moved by the span (DMA, D2D, DRAM traffic of a segment) */
+  uint64_t flops;      /* COMPUTE: operations of the segment on this chip */
+  const char* label;   /* static storage of the runtime: e.g. "attention", "moe" */
 } CalrtTraceEvent;
 
 /* Starts (enable = 1) or stops (0) recording. Starting clears what was recorded before.

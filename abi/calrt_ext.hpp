@@ -190,8 +190,7 @@ class DeviceTrace {
     args.device = device_;
     args.enable = on;
     args.capacity_events = capacity;
-    api_.check(entry(ext_ ? ext_->Trace_Enable : nullptr, "Trace_Enable")(&args),
-               "Trace_Enable");
+    api_.check(entry(ext_ ? ext_->Trace_Enable : nullptr, "Trace_Enable")(&args), "Trace_Enable");
   }
 
   CalrtDevice* device_ = nullptr;

@@ -37,8 +37,7 @@ constexpr uint64_t kSeed = 20250401;
 
 bool g_failed = false;
 
-// One logits tensor as the device holds it, with its descriptor and the logical values the
-// reference implementations see.
+// One logits tensor as the device holds it: its descriptor and its physical bytes.
 struct Logits {
   calrt::TensorDesc desc;
   size_t rows = 0;

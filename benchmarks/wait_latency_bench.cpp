@@ -1,16 +1,21 @@
-// How fast a blocked waiter wakes: a bare std::condition_variable handoff between two threads
-// (the floor any blocking wait can reach), beside Job_Wait on the simulator in paced mode
-// (device time follows the host's monotonic clock, so a wait really sleeps) woken by a
-// Job_Cancel from another thread, and woken by the job's own completion.
+// How fast a blocked waiter wakes. Two floors from the standard library, and Job_Wait on the
+// simulator in paced mode (device time follows the host's monotonic clock, so a wait really
+// sleeps) measured the same way:
+//   BM_CondvarHandoff   a thread blocked on a std::condition_variable, notified by another;
+//   BM_WaitWakeup       Job_Wait woken by a Job_Cancel from another thread (tiny calbin);
+//   BM_CondvarTimedWake a condition-variable wait that ends at its own deadline;
+//   BM_WaitCompletion   Job_Wait woken by the job completing at device time T (the reference
+//                       model, timing-only: a functional calbin would add the simulator's own
+//                       computation of the model, on the waiting thread, to every sample).
 //
-// Each iteration is one handoff: the waiter arms the waker thread and blocks; the waker sleeps
-// kSettle so that the waiter is asleep in the kernel, records steady_clock and wakes it; the
-// waiter records steady_clock on return. The counters p50_ns, p90_ns, p99_ns and mean_ns are
-// over those differences; the Time column is the whole handoff cycle, kSettle included, and
-// says nothing about latency. scripts/bench.sh prints the ratio of the p50s.
+// In the handoffs the waiter arms the waker thread and blocks; the waker sleeps kSettle so
+// that the waiter is asleep in the kernel, records steady_clock and wakes it; the waiter
+// records steady_clock on return. The counters p50_ns, p90_ns, p99_ns and mean_ns are over
+// those differences (return time minus wake or deadline time); the Time column is the whole
+// cycle, sleeps included, and says nothing about latency. scripts/bench.sh prints the ratios.
 //
-// The tiny calbin comes from $CALRT_BENCH_CALBIN, or is generated into a temporary directory
-// (without golden data) and removed at exit.
+// The calbins come from $CALRT_BENCH_CALBIN (tiny) and $CALRT_BENCH_REFERENCE_CALBIN
+// (qwen3-30b-a3b), or are generated into a temporary directory, removed at exit.
 #include <benchmark/benchmark.h>
 
 #include <unistd.h>
@@ -172,27 +177,32 @@ BENCHMARK(BM_CondvarHandoff)->UseRealTime();
 // The simulator, in-process, with the tiny calbin configured and one decode job ready to go.
 // ---------------------------------------------------------------------------------------
 
-std::filesystem::path g_generated_calbin;
+std::filesystem::path g_generated_dir;
 
-std::filesystem::path tiny_calbin() {
-  static const std::filesystem::path path = [] {
-    if (const char* env = std::getenv("CALRT_BENCH_CALBIN"); env != nullptr && *env != '\0') {
-      return std::filesystem::path(env);
-    }
-    g_generated_calbin =
+// $env, or the preset generated once into the temporary directory (no golden set: only the
+// model is needed, and the golden computation takes longest).
+std::filesystem::path calbin_path(const char* env, const std::string& preset) {
+  if (const char* path = std::getenv(env); path != nullptr && *path != '\0') {
+    return path;
+  }
+  if (g_generated_dir.empty()) {
+    g_generated_dir =
         std::filesystem::temp_directory_path() / ("calrt-wait-bench-" + std::to_string(::getpid()));
-    simdev::gen::GenOptions options;
-    options.preset = "tiny";
-    options.out_dir = g_generated_calbin / "tiny";
-    options.with_golden = false;  // only the model is needed, and the golden set takes longest
-    options.long_cases = false;
-    options.force = true;
-    if (auto made = simdev::gen::generate(options); !made) {
-      throw std::runtime_error("generating the tiny calbin failed: " + made.error().to_string());
-    }
+  }
+  simdev::gen::GenOptions options;
+  options.preset = preset;
+  options.out_dir = g_generated_dir / preset;
+  if (std::filesystem::exists(options.out_dir / "manifest.json")) {
     return options.out_dir;
-  }();
-  return path;
+  }
+  options.with_golden = false;
+  options.long_cases = false;
+  options.force = true;
+  if (auto made = simdev::gen::generate(options); !made) {
+    throw std::runtime_error("generating the " + preset +
+                             " calbin failed: " + made.error().to_string());
+  }
+  return options.out_dir;
 }
 
 struct Session {
@@ -227,15 +237,16 @@ uint32_t csr_index(const calrt::ModelDesc& model, const char* name) {
   return csr->index;
 }
 
-// A device in paced mode with `config` appended, the tiny calbin configured, and the decode
-// model's buffers holding token 1 at position 0 with an empty KV applied.
-std::unique_ptr<Session> open_session(const std::string& config) {
+// A device in paced mode with `config` appended, the calbin configured, and the decode
+// model's buffers holding token 1 at position 0 with a KV applied.
+std::unique_ptr<Session> open_session(const std::filesystem::path& calbin,
+                                      const std::string& config) {
   const CalrtApi* table = calrt_sim_get_api(CALRT_ABI_MAJOR);
   calrt::validate_table(table, CALRT_ABI_MAJOR, "sim (in-process)");
   const calrt::Api api(table);
   auto s = std::make_unique<Session>();
   s->device = calrt::Device::create(api, calrt::DeviceKind::sim, 0, "clock=paced;" + config);
-  s->calbin = calrt::Calbin::create(s->device, tiny_calbin());
+  s->calbin = calrt::Calbin::create(s->device, calbin);
   s->calbin.configure();
   std::optional<calrt::ModelDesc> decode;
   for (calrt::ModelDesc& model : s->calbin.models()) {
@@ -244,7 +255,7 @@ std::unique_ptr<Session> open_session(const std::string& config) {
     }
   }
   if (!decode) {
-    throw std::runtime_error("the tiny calbin has no decode model");
+    throw std::runtime_error(calbin.string() + " has no decode model");
   }
   s->decode_model = decode->name;
   s->input = calrt::Buffer::create(s->calbin, s->decode_model, calrt::Direction::input);
@@ -260,9 +271,10 @@ std::unique_ptr<Session> open_session(const std::string& config) {
 
 // Opens a session or marks the benchmark skipped with the runtime's message (until paced
 // mode exists, Device_Create rejects clock=paced with INVALID_ARGUMENT).
-std::unique_ptr<Session> open_or_skip(benchmark::State& state, const std::string& config) {
+std::unique_ptr<Session> open_or_skip(benchmark::State& state, const char* calbin_env,
+                                      const std::string& preset, const std::string& config) {
   try {
-    return open_session(config);
+    return open_session(calbin_path(calbin_env, preset), config);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return nullptr;
@@ -275,7 +287,8 @@ std::unique_ptr<Session> open_or_skip(benchmark::State& state, const std::string
 
 void BM_WaitWakeup(benchmark::State& state) {
   // The job waits 10 s of device time before its input DMA, so only the cancel ends it.
-  const std::unique_ptr<Session> s = open_or_skip(state, "submit_overhead_ns=10000000000");
+  const std::unique_ptr<Session> s =
+      open_or_skip(state, "CALRT_BENCH_CALBIN", "tiny", "submit_overhead_ns=10000000000");
   if (!s) {
     return;
   }
@@ -317,6 +330,25 @@ void BM_WaitWakeup(benchmark::State& state) {
 BENCHMARK(BM_WaitWakeup)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------
+// The floor of (c): a condition-variable wait that nobody notifies, ending at its deadline
+// (a timer in the kernel, then scheduling), as a paced Job_Wait ends when the job's time is due.
+// ---------------------------------------------------------------------------------------
+
+void BM_CondvarTimedWake(benchmark::State& state) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<double> samples;
+  for (auto _ : state) {
+    std::unique_lock lock(mutex);
+    const Clock::time_point deadline = Clock::now() + 1ms;
+    cv.wait_until(lock, deadline, [] { return false; });
+    samples.push_back(ns_between(deadline, Clock::now()));
+  }
+  report_latency(state, std::move(samples));
+}
+BENCHMARK(BM_CondvarTimedWake)->UseRealTime();
+
+// ---------------------------------------------------------------------------------------
 // (c) Job_Wait woken by the job's completion at device time T: latency = return time -
 // the steady_clock time of T. Paced mode keeps device time = steady_clock + a constant, and
 // Clock_Get tells the constant; a run whose constant moves is reported, not trusted.
@@ -341,8 +373,10 @@ std::chrono::nanoseconds clock_offset(const calrt::DeviceClock& clock) {
 }
 
 void BM_WaitCompletion(benchmark::State& state) {
-  // The job completes about 1 ms after submission: long enough that the waiter is asleep.
-  const std::unique_ptr<Session> s = open_or_skip(state, "submit_overhead_ns=1000000");
+  // A decode step of the reference model takes milliseconds of device time: the waiter is
+  // long asleep when it completes.
+  const std::unique_ptr<Session> s =
+      open_or_skip(state, "CALRT_BENCH_REFERENCE_CALBIN", "qwen3-30b-a3b", "");
   if (!s) {
     return;
   }
@@ -354,7 +388,8 @@ void BM_WaitCompletion(benchmark::State& state) {
       state.SkipWithError("the runtime reports no paced device clock (clock extension)");
       return;
     }
-    // Configure moved device time ahead at once; one job lets the clock settle first.
+    // Configure moved device time ahead at once (by the reference's weight upload, most of a
+    // second); the first wait absorbs that, so the clock follows the host's afterwards.
     calrt::Job warmup = s->submit();
     warmup.wait(kWaitTimeout);
     warmup.destroy();
@@ -400,9 +435,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("settle_us", std::to_string(kSettle.count()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  if (!g_generated_calbin.empty()) {
+  if (!g_generated_dir.empty()) {
     std::error_code ignored;
-    std::filesystem::remove_all(g_generated_calbin, ignored);
+    std::filesystem::remove_all(g_generated_dir, ignored);
   }
   return 0;
 }

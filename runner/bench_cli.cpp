@@ -5,7 +5,8 @@ namespace {
 
 constexpr const char* kFooter =
     "Figures (P50/P90/P99/min/max/mean by nearest rank; warmup runs excluded): ttft, "
-    "prefill_tok_s, tpot, decode_tok_s, e2e_tok_s, e2e_time, request_latency and the "
+    "admission_wait, prefill_tok_s, tpot, decode_tok_s, e2e_tok_s, e2e_time, request_latency and "
+    "the "
     "per-job phases queue/h2d/infer/d2h (prefill and decode apart) and host_wait are read "
     "on the DEVICE clock (virtual time on the simulator); prepare, bf16_to_fp32 and sampling "
     "on the HOST clock (host-wall or host-model). Every definition is in the JSON report.\n"

@@ -256,6 +256,10 @@ void BenchEngine::complete(RunState& run, InFlight& flight) {
     job.wait_begin = host_.device_now();
     if (flight.job.wait(s_.timeout()) == calrt::WaitResult::not_ready) {
       flight.job.cancel();
+      // Its timestamps so far, for the trace of the failure.
+      const calrt::JobStatus status = flight.job.status();
+      job.submit = status.submit_time.count();
+      job.start = status.start_time.count();
       throw BenchFailure(fmt::format(
           "{}: the job did not finish within --timeout-ms {} (device time for the simulator); "
           "cancelled",

@@ -12,6 +12,11 @@ const std::vector<MetricSpec>& bench_metric_specs() {
        "end of the last prefill chunk plus the BF16->FP32 conversion and sampling of its logits "
        "as charged, plus any time the host was still busy with other requests when that job "
        "ended"},
+      {"admission_wait", true, "ms",
+       "per request: from the start of its run (all requests of a run arrive together) to the "
+       "submission of its first prefill chunk, i.e. how long it waited for the host and a free "
+       "slot before its TTFT starts; admission_wait + ttft is the time to first token from "
+       "arrival"},
       {"prefill_tok_s", true, "tok/s",
        "prefill throughput, per request: prompt tokens / (end of its last prefill chunk - "
        "submission of its first)"},
@@ -79,9 +84,18 @@ std::vector<MetricRow> compute_metrics(const ModeRecord& mode, const BenchOption
   std::map<std::string, std::string> unavailable;
   bool phases_missing = false;
 
+  std::map<uint32_t, int64_t> run_begin;  // measured runs
+  for (const RunRecord& run : mode.runs) {
+    if (!run.run.warmup) {
+      run_begin[run.run.run] = run.begin;
+    }
+  }
   for (const SequenceRecord& seq : mode.sequences) {
     if (seq.run.warmup || seq.token_ready.empty()) {
       continue;
+    }
+    if (const auto begin = run_begin.find(seq.run.run); begin != run_begin.end()) {
+      samples["admission_wait"].push_back(to_ms(seq.first_submit - begin->second));
     }
     samples["ttft"].push_back(to_ms(seq.token_ready.front() - seq.first_submit));
     if (seq.prefill_end > seq.first_submit) {

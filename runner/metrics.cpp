@@ -158,7 +158,10 @@ __attribute__((target("avx2"))) size_t find_above_avx2(const float* values, size
 }
 
 size_t find_above_best(const float* values, size_t begin, size_t n, float bound) {
-  static const auto impl = __builtin_cpu_supports("avx2") ? find_above_avx2 : find_above_baseline;
+  static const auto impl = [] {
+    __builtin_cpu_init();  // in case the first call comes from a static initialiser
+    return __builtin_cpu_supports("avx2") ? find_above_avx2 : find_above_baseline;
+  }();
   return impl(values, begin, n, bound);
 }
 #else

@@ -69,7 +69,13 @@ int32_t sample_token(std::span<const float> logits, const SamplingConfig& config
       return ids[i];
     }
   }
-  return ids.back();  // rounding left target == total: the last candidate with weight
+  // Rounding left target == total: the last candidate that has any weight.
+  for (size_t i = ids.size(); i-- > 0;) {
+    if (weights[i] > 0.0) {
+      return ids[i];
+    }
+  }
+  return ids.front();
 }
 
 }  // namespace runner

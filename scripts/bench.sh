@@ -47,9 +47,9 @@ def runs(path):
     return plain
 
 
-def ns(run):
+def ns(run, field="real_time"):
     scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[run.get("time_unit", "ns")]
-    return run["real_time"] * scale
+    return run[field] * scale
 
 
 host = runs(sys.argv[1])
@@ -57,25 +57,29 @@ wait = runs(sys.argv[2])
 
 memcpy, step = host.get("BM_Memcpy"), host.get("BM_DecodeHostStep")
 if memcpy and step and not step.get("error_occurred"):
+    row = step["bytes_per_second"] * ns(step, "cpu_time") / 1e9
     print(f"host step / memcpy: {ns(step) / ns(memcpy):.2f}x "
           f"(BM_DecodeHostStep {ns(step) / 1e3:.1f} us, BM_Memcpy {ns(memcpy) / 1e3:.1f} us "
-          f"of the same {step['bytes_per_second'] * ns(step) / 1e9:.0f} bytes)")
+          f"of the same {row:.0f} bytes; by CPU time "
+          f"{ns(step, 'cpu_time') / ns(memcpy, 'cpu_time'):.2f}x)")
 else:
     print("host step / memcpy: not measured (see the benchmark output above)")
 
-condvar = wait.get("BM_CondvarHandoff/real_time")
-cancel = wait.get("BM_WaitWakeup/real_time")
-done = wait.get("BM_WaitCompletion/real_time")
-if cancel and not cancel.get("error_occurred") and condvar:
-    line = (f"Job_Wait wake-up / condvar handoff (p50): {cancel['p50_ns'] / condvar['p50_ns']:.1f}x "
-            f"(woken by Job_Cancel p50 {cancel['p50_ns'] / 1e3:.1f} us mean "
-            f"{cancel['mean_ns'] / 1e3:.1f} us; condvar p50 {condvar['p50_ns'] / 1e3:.1f} us mean "
-            f"{condvar['mean_ns'] / 1e3:.1f} us)")
-    if done and not done.get("error_occurred"):
-        line += (f"; woken by completion p50 {done['p50_ns'] / 1e3:.1f} us "
-                 f"({done['p50_ns'] / condvar['p50_ns']:.1f}x)")
-    print(line)
-else:
-    reason = (cancel or {}).get("error_message", "not run")
-    print(f"Job_Wait wake-up / condvar handoff: not measured ({reason})")
+
+
+def latency_ratio(title, run, floor):
+    run, floor = wait.get(run), wait.get(floor)
+    if not run or run.get("error_occurred") or not floor:
+        reason = (run or {}).get("error_message", "not run")
+        print(f"{title}: not measured ({reason})")
+        return
+    print(f"{title} (p50): {run['p50_ns'] / floor['p50_ns']:.1f}x "
+          f"({run['p50_ns'] / 1e3:.1f} us vs {floor['p50_ns'] / 1e3:.1f} us; "
+          f"mean {run['mean_ns'] / 1e3:.1f} us vs {floor['mean_ns'] / 1e3:.1f} us)")
+
+
+latency_ratio("Job_Wait woken by Job_Cancel / condvar handoff", "BM_WaitWakeup/real_time",
+              "BM_CondvarHandoff/real_time")
+latency_ratio("Job_Wait woken by completion / condvar timed wake",
+              "BM_WaitCompletion/real_time", "BM_CondvarTimedWake/real_time")
 EOF

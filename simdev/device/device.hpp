@@ -3,11 +3,11 @@
 // Ids handed out are generation-checked: a stale id yields INVALID_HANDLE, never a crash.
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <deque>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>

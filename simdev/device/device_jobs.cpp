@@ -233,8 +233,8 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
   switch (stage) {
     case Stage::kH2d:
       job->h2d_end_ps = now;
-      trace_.record({CALRT_TRACK_PCIE_H2D, CALRT_TRACE_H2D, 0, -1, job->serial, job->start_ps,
-                     now, job->cost.h2d_bytes, 0, "input"});
+      trace_.record({CALRT_TRACK_PCIE_H2D, CALRT_TRACE_H2D, 0, -1, job->serial, job->start_ps, now,
+                     job->cost.h2d_bytes, 0, "input"});
       job->stage = Stage::kCompute;
       stages_[static_cast<size_t>(Stage::kCompute)].waiting.push_back(job_id);
       break;
@@ -245,8 +245,8 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
       stages_[static_cast<size_t>(Stage::kD2h)].waiting.push_back(job_id);
       break;
     case Stage::kD2h: {
-      trace_.record({CALRT_TRACK_PCIE_D2H, CALRT_TRACE_D2H, 0, -1, job->serial,
-                     job->compute_end_ps, now, job->cost.d2h_bytes, 0, "output"});
+      trace_.record({CALRT_TRACK_PCIE_D2H, CALRT_TRACE_D2H, 0, -1, job->serial, job->compute_end_ps,
+                     now, job->cost.d2h_bytes, 0, "output"});
       if (auto reuse = find_reuse(*job, job->input, job->input_at_submit); !reuse) {
         fail_job(*job, reuse.error().code, reuse.error().message);
         return;

@@ -24,9 +24,9 @@ TimePs Engine::wall_now_ps() const {
 Engine::SteadyTime Engine::wall_time_of(TimePs time_ps) const {
   // Rounded up, so that a sleeper never wakes before the event is due.
   const uint64_t ns = time_ps / kPsPerNs + (time_ps % kPsPerNs != 0 ? 1 : 0);
-  return origin_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                       std::chrono::nanoseconds(static_cast<int64_t>(
-                           std::min<uint64_t>(ns, uint64_t{INT64_MAX} / 2))));
+  return origin_ +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(
+             static_cast<int64_t>(std::min<uint64_t>(ns, uint64_t{INT64_MAX} / 2))));
 }
 
 Status Engine::run_until(TimePs limit_ps, const std::function<bool()>& done, Sleeper* sleeper) {

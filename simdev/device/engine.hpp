@@ -46,8 +46,7 @@ class Engine {
   // times out consumes its whole timeout), unless limit_ps is kTimeNever, in which case the
   // run ends when no event is left. Paced: events fire when the wall clock reaches them;
   // between them the call sleeps (sleeper, or the thread when there is none).
-  Status run_until(TimePs limit_ps, const std::function<bool()>& done,
-                   Sleeper* sleeper = nullptr);
+  Status run_until(TimePs limit_ps, const std::function<bool()>& done, Sleeper* sleeper = nullptr);
 
   // Paced: fires every event already due by the wall clock. Virtual: nothing.
   Status catch_up();

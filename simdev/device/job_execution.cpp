@@ -176,8 +176,8 @@ Status Device::begin_compute(Job& job) {
     return tl::unexpected(plan.error());
   }
   if (image.functional()) {
-    if (auto ran = run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv,
-                                  *plan);
+    if (auto ran =
+            run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv, *plan);
         !ran) {
       return ran;
     }

@@ -47,8 +47,8 @@ CalrtError* trace_read(Calrt_Trace_Read_Args* args) {
         [&](Device& device, ObjectId, uint32_t) -> Status {
           args->count = 0;
           if (args->capacity > 0 && args->events == nullptr) {
-            return fail(CALRT_INVALID_ARGUMENT,
-                        "Trace_Read: events is NULL with capacity " + std::to_string(args->capacity));
+            return fail(CALRT_INVALID_ARGUMENT, "Trace_Read: events is NULL with capacity " +
+                                                    std::to_string(args->capacity));
           }
           if (args->event_struct_size < sizeof(CalrtTraceEvent)) {
             return fail(CALRT_STRUCT_TOO_SMALL,

@@ -30,47 +30,48 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
 
 CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
   return guarded(args, CALRT_JOB_WAIT_ARGS_STRUCT_SIZE, "Calrt_Job_Wait_Args", [&] {
-    return with_handle_sleeper(args->job, HandleKind::kJob, "job",
-                       [&](Device& device, ObjectId id, uint32_t, Sleeper& sleeper) -> Status {
-                         auto outcome = device.job_wait(id, args->timeout_ns, &sleeper);
-                         if (auto job = device.job(id)) {
-                           args->state = (*job)->state;
-                           args->result = (*job)->final() ? CALRT_WAIT_READY : CALRT_WAIT_NOT_READY;
-                         }
-                         if (!outcome) {
-                           return tl::unexpected(outcome.error());
-                         }
-                         args->result = outcome->result;
-                         args->state = outcome->state;
-                         return {};
-                       });
+    return with_handle_sleeper(
+        args->job, HandleKind::kJob, "job",
+        [&](Device& device, ObjectId id, uint32_t, Sleeper& sleeper) -> Status {
+          auto outcome = device.job_wait(id, args->timeout_ns, &sleeper);
+          if (auto job = device.job(id)) {
+            args->state = (*job)->state;
+            args->result = (*job)->final() ? CALRT_WAIT_READY : CALRT_WAIT_NOT_READY;
+          }
+          if (!outcome) {
+            return tl::unexpected(outcome.error());
+          }
+          args->result = outcome->result;
+          args->state = outcome->state;
+          return {};
+        });
   });
 }
 
 CalrtError* job_status(Calrt_Job_Status_Args* args) {
   // The profiling fields were appended later: a caller compiled before them is served.
-  return guarded(args, CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns),
-                 "Calrt_Job_Status_Args", [&] {
-    return with_handle(args->job, HandleKind::kJob, "job",
-                       [&](Device& device, ObjectId id, uint32_t) -> Status {
-                         auto job = device.job(id);
-                         if (!job) {
-                           return tl::unexpected(job.error());
-                         }
-                         const Job& j = **job;
-                         args->state = j.state;
-                         args->code = j.code;
-                         args->message = j.code == CALRT_OK ? "" : j.message.c_str();
-                         args->submit_time_ns = ps_to_ns(j.submit_ps);
-                         args->start_time_ns = ps_to_ns(j.start_ps);  // 0 until started
-                         args->end_time_ns = j.final() ? ps_to_ns(j.end_ps) : 0;
-                         if (args->struct_size >= CALRT_JOB_STATUS_ARGS_STRUCT_SIZE) {
-                           args->h2d_end_time_ns = ps_to_ns(j.h2d_end_ps);
-                           args->compute_end_time_ns = ps_to_ns(j.compute_end_ps);
-                         }
-                         return {};
-                       });
-  });
+  return guarded(
+      args, CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns), "Calrt_Job_Status_Args", [&] {
+        return with_handle(args->job, HandleKind::kJob, "job",
+                           [&](Device& device, ObjectId id, uint32_t) -> Status {
+                             auto job = device.job(id);
+                             if (!job) {
+                               return tl::unexpected(job.error());
+                             }
+                             const Job& j = **job;
+                             args->state = j.state;
+                             args->code = j.code;
+                             args->message = j.code == CALRT_OK ? "" : j.message.c_str();
+                             args->submit_time_ns = ps_to_ns(j.submit_ps);
+                             args->start_time_ns = ps_to_ns(j.start_ps);  // 0 until started
+                             args->end_time_ns = j.final() ? ps_to_ns(j.end_ps) : 0;
+                             if (args->struct_size >= CALRT_JOB_STATUS_ARGS_STRUCT_SIZE) {
+                               args->h2d_end_time_ns = ps_to_ns(j.h2d_end_ps);
+                               args->compute_end_time_ns = ps_to_ns(j.compute_end_ps);
+                             }
+                             return {};
+                           });
+      });
 }
 
 CalrtError* job_cancel(Calrt_Job_Cancel_Args* args) {

@@ -4,9 +4,9 @@
 // is rejected with CALRT_INVALID_HANDLE and never dereferenced.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 
