@@ -12,7 +12,10 @@
 // that the waiter is asleep in the kernel, records steady_clock and wakes it; the waiter
 // records steady_clock on return. The counters p50_ns, p90_ns, p99_ns and mean_ns are over
 // those differences (return time minus wake or deadline time); the Time column is the whole
-// cycle, sleeps included, and says nothing about latency. scripts/bench.sh prints the ratios.
+// cycle, sleeps included, and says nothing about latency. The two Job_Wait benchmarks also
+// take one sample of their floor after each of their own (condvar_* and timed_* counters,
+// p50_vs_* their ratio): on a shared machine the ratio of two separate runs wanders with the
+// other load. scripts/bench.sh prints the ratios.
 //
 // The calbins come from $CALRT_BENCH_CALBIN (tiny) and $CALRT_BENCH_REFERENCE_CALBIN
 // (qwen3-30b-a3b), or are generated into a temporary directory, removed at exit.
@@ -50,8 +53,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Long enough for the waiter to be asleep in the kernel, not still on its way there.
-constexpr auto kSettle = 200us;
+// How long a waiter sleeps before it is woken: long past its way into the kernel, and of the
+// order of a decode step, so that its CPU has gone idle as it would while the device works.
+constexpr auto kSettle = 1ms;
 // Far longer than any handoff: a waiter that is not woken shows up as a huge sample.
 constexpr auto kWaitTimeout = std::chrono::duration_cast<calrt::Timeout>(30s);
 
@@ -59,10 +63,12 @@ double ns_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::nano>(to - from).count();
 }
 
-// p50/p90/p99/mean of the samples as counters (plain values, not rates).
-void report_latency(benchmark::State& state, std::vector<double> samples) {
+// p50/p90/p99/mean of the samples as counters (plain values, not rates), their names
+// prefixed by `prefix`; returns the p50.
+double report_latency(benchmark::State& state, std::vector<double> samples,
+                      const std::string& prefix = "") {
   if (samples.empty()) {
-    return;
+    return 0.0;
   }
   auto percentile = [&](double p) {
     const auto at = static_cast<size_t>(p * static_cast<double>(samples.size() - 1));
@@ -72,18 +78,32 @@ void report_latency(benchmark::State& state, std::vector<double> samples) {
   };
   const double mean =
       std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
-  state.counters["p50_ns"] = percentile(0.50);
-  state.counters["p90_ns"] = percentile(0.90);
-  state.counters["p99_ns"] = percentile(0.99);
-  state.counters["mean_ns"] = mean;
+  const double p50 = percentile(0.50);
+  state.counters[prefix + "p50_ns"] = p50;
+  state.counters[prefix + "mean_ns"] = mean;
+  if (prefix.empty()) {
+    state.counters["p90_ns"] = percentile(0.90);
+    state.counters["p99_ns"] = percentile(0.99);
+  }
+  return p50;
 }
 
-// The second thread of a handoff. Each arm() makes it sleep kSettle and then run `act`,
+// The ABI benchmarks interleave one floor sample with each of their own, so that both see the
+// same machine (other load, idle CPUs): their ratio is then steadier than that of two runs.
+void report_against_floor(benchmark::State& state, std::vector<double> samples,
+                          std::vector<double> floor, const std::string& floor_name) {
+  const double p50 = report_latency(state, std::move(samples));
+  const double floor_p50 = report_latency(state, std::move(floor), floor_name + "_");
+  if (floor_p50 > 0.0) {
+    state.counters["p50_vs_" + floor_name] = p50 / floor_p50;
+  }
+}
+
+// The second thread of a handoff. Each arm(act) makes it sleep kSettle and then run `act`,
 // which wakes the waiter and returns the steady_clock time it counts from.
 class Waker {
  public:
-  explicit Waker(std::function<Clock::time_point()> act)
-      : act_(std::move(act)), thread_([this] { run(); }) {}
+  Waker() : thread_([this] { run(); }) {}
   ~Waker() {
     {
       std::lock_guard lock(mutex_);
@@ -95,9 +115,10 @@ class Waker {
   Waker(const Waker&) = delete;
   Waker& operator=(const Waker&) = delete;
 
-  void arm() {
+  void arm(std::function<Clock::time_point()> act) {
     {
       std::lock_guard lock(mutex_);
+      act_ = std::move(act);
       armed_ = true;
       done_ = false;
     }
@@ -121,9 +142,10 @@ class Waker {
         return;
       }
       armed_ = false;
+      const std::function<Clock::time_point()> act = std::move(act_);
       lock.unlock();
       std::this_thread::sleep_for(kSettle);
-      const Clock::time_point at = act_();
+      const Clock::time_point at = act();
       lock.lock();
       acted_at_ = at;
       done_ = true;
@@ -131,9 +153,9 @@ class Waker {
     }
   }
 
-  std::function<Clock::time_point()> act_;
   std::mutex mutex_;
   std::condition_variable cv_;
+  std::function<Clock::time_point()> act_;
   bool armed_ = false;
   bool done_ = false;
   bool stop_ = false;
@@ -141,33 +163,56 @@ class Waker {
   std::thread thread_;  // last: it starts running in the constructor
 };
 
+// One bare condition-variable handoff through `waker`, in ns from the notifier's lock to the
+// waiter's return: the floor of every handoff.
+class CondvarHandoff {
+ public:
+  double sample(Waker& waker) {
+    std::unique_lock lock(mutex_);
+    flag_ = false;
+    waker.arm([this] {
+      Clock::time_point at;
+      {
+        std::lock_guard notifier_lock(mutex_);
+        at = Clock::now();
+        flag_ = true;
+      }
+      cv_.notify_one();
+      return at;
+    });
+    cv_.wait(lock, [&] { return flag_; });
+    const Clock::time_point woke = Clock::now();
+    lock.unlock();
+    return ns_between(waker.wait_done(), woke);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool flag_ = false;
+};
+
+// One condition-variable wait that nobody notifies, in ns from its deadline to its return:
+// a kernel timer, then scheduling; the floor of a wait that ends when a time is due.
+double timed_wake_sample() {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::unique_lock lock(mutex);
+  const Clock::time_point deadline = Clock::now() + kSettle;
+  cv.wait_until(lock, deadline, [] { return false; });
+  return ns_between(deadline, Clock::now());
+}
+
 // ---------------------------------------------------------------------------------------
 // (a) The bare condition-variable handoff.
 // ---------------------------------------------------------------------------------------
 
 void BM_CondvarHandoff(benchmark::State& state) {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool flag = false;
-  Waker waker([&] {
-    Clock::time_point at;
-    {
-      std::lock_guard lock(mutex);
-      at = Clock::now();
-      flag = true;
-    }
-    cv.notify_one();
-    return at;
-  });
+  Waker waker;
+  CondvarHandoff handoff;
   std::vector<double> samples;
   for (auto _ : state) {
-    std::unique_lock lock(mutex);
-    flag = false;
-    waker.arm();
-    cv.wait(lock, [&] { return flag; });
-    const Clock::time_point woke = Clock::now();
-    lock.unlock();
-    samples.push_back(ns_between(waker.wait_done(), woke));
+    samples.push_back(handoff.sample(waker));
   }
   report_latency(state, std::move(samples));
 }
@@ -269,8 +314,8 @@ std::unique_ptr<Session> open_session(const std::filesystem::path& calbin,
   return s;
 }
 
-// Opens a session or marks the benchmark skipped with the runtime's message (until paced
-// mode exists, Device_Create rejects clock=paced with INVALID_ARGUMENT).
+// Opens a session or marks the benchmark skipped with the runtime's message (a runtime
+// without paced mode rejects clock=paced with INVALID_ARGUMENT).
 std::unique_ptr<Session> open_or_skip(benchmark::State& state, const char* calbin_env,
                                       const std::string& preset, const std::string& config) {
   try {
@@ -293,18 +338,20 @@ void BM_WaitWakeup(benchmark::State& state) {
     return;
   }
   calrt::Job job;
-  Waker waker([&] {
-    const Clock::time_point at = Clock::now();
-    job.cancel();
-    return at;
-  });
+  Waker waker;
+  CondvarHandoff handoff;
   std::vector<double> samples;
+  std::vector<double> condvar;
   int64_t not_cancelled = 0;
   bool armed = false;
   try {
     for (auto _ : state) {
       job = s->submit();
-      waker.arm();
+      waker.arm([&] {
+        const Clock::time_point at = Clock::now();
+        job.cancel();
+        return at;
+      });
       armed = true;
       const calrt::WaitResult result = job.wait(kWaitTimeout);
       const Clock::time_point woke = Clock::now();
@@ -317,6 +364,7 @@ void BM_WaitWakeup(benchmark::State& state) {
       not_cancelled += job.status().state == calrt::JobState::cancelled ? 0 : 1;
       samples.push_back(ns_between(cancelled_at, woke));
       job.destroy();
+      condvar.push_back(handoff.sample(waker));
     }
   } catch (const std::exception& e) {
     if (armed) {
@@ -325,24 +373,19 @@ void BM_WaitWakeup(benchmark::State& state) {
     state.SkipWithError(e.what());
   }
   state.counters["not_cancelled"] = static_cast<double>(not_cancelled);
-  report_latency(state, std::move(samples));
+  report_against_floor(state, std::move(samples), std::move(condvar), "condvar");
 }
 BENCHMARK(BM_WaitWakeup)->UseRealTime();
 
 // ---------------------------------------------------------------------------------------
-// The floor of (c): a condition-variable wait that nobody notifies, ending at its deadline
-// (a timer in the kernel, then scheduling), as a paced Job_Wait ends when the job's time is due.
+// The floor of (c): a condition-variable wait ending at its deadline, as a paced Job_Wait
+// ends when the job's completion is due.
 // ---------------------------------------------------------------------------------------
 
 void BM_CondvarTimedWake(benchmark::State& state) {
-  std::mutex mutex;
-  std::condition_variable cv;
   std::vector<double> samples;
   for (auto _ : state) {
-    std::unique_lock lock(mutex);
-    const Clock::time_point deadline = Clock::now() + 1ms;
-    cv.wait_until(lock, deadline, [] { return false; });
-    samples.push_back(ns_between(deadline, Clock::now()));
+    samples.push_back(timed_wake_sample());
   }
   report_latency(state, std::move(samples));
 }
@@ -381,6 +424,7 @@ void BM_WaitCompletion(benchmark::State& state) {
     return;
   }
   std::vector<double> samples;
+  std::vector<double> timed;
   double offset_drift_max_ns = 0.0;
   try {
     const calrt::DeviceClock clock = calrt::DeviceClock::of(s->device);
@@ -414,6 +458,7 @@ void BM_WaitCompletion(benchmark::State& state) {
           std::chrono::duration_cast<Clock::duration>(status.end_time - offset));
       samples.push_back(ns_between(completed_at, woke));
       job.destroy();
+      timed.push_back(timed_wake_sample());
     }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -421,7 +466,7 @@ void BM_WaitCompletion(benchmark::State& state) {
   // How far the device-minus-host offset moved across one wait; large values mean the
   // samples are off by about that much.
   state.counters["offset_drift_max_ns"] = offset_drift_max_ns;
-  report_latency(state, std::move(samples));
+  report_against_floor(state, std::move(samples), std::move(timed), "timed");
 }
 BENCHMARK(BM_WaitCompletion)->UseRealTime();
 
@@ -432,7 +477,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 2;
   }
-  benchmark::AddCustomContext("settle_us", std::to_string(kSettle.count()));
+  benchmark::AddCustomContext(
+      "settle_us",
+      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(kSettle).count()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (!g_generated_dir.empty()) {

@@ -142,7 +142,7 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
   const fs::path json = dir_ / "r.json", csv = dir_ / "r.csv", trace = dir_ / "t.json";
   // Top-k sampling with a seed: the sampler's draws must be reproducible too.
   const std::string args =
-      "--prompt-len 300 --gen-len 5 --runs 2 --warmup 1 --concurrency 2 --host-time model "
+      "--prompt-len 300 --gen-len 5 --runs 1 --warmup 1 --concurrency 2 --host-time model "
       "--sampling top-k --top-k 8 --temperature 0.7 --sampling-seed 11 --seed 5 --json " +
       quoted(json) + " --csv " + quoted(csv) + " --trace " + quoted(trace);
   std::map<std::string, std::string> first;
