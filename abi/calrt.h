@@ -639,14 +639,17 @@ typedef struct Calrt_Job_Status_Args {
   uint64_t start_time_ns;  /* out: 0 until started (its input DMA began) */
   uint64_t end_time_ns;    /* out: 0 until final (its output DMA ended) */
   /* Profiling, 0 when not reached yet or when the runtime cannot tell: the end of the
-   * input DMA and the end of the computation. start <= h2d_end <= compute_end <= end.
+   * input DMA, the start and the end of the computation (between input DMA end and compute
+   * start the job waits for the chips). start <= h2d_end <= compute_start <= compute_end
+   * <= end.
    * Appended after the first version: a runtime fills them only when struct_size covers
    * them and still accepts a struct_size that ends at end_time_ns. */
-  uint64_t h2d_end_time_ns;     /* out */
-  uint64_t compute_end_time_ns; /* out */
+  uint64_t h2d_end_time_ns;       /* out */
+  uint64_t compute_end_time_ns;   /* out */
+  uint64_t compute_start_time_ns; /* out */
 } Calrt_Job_Status_Args;
 #define CALRT_JOB_STATUS_ARGS_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, compute_end_time_ns)
+  CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, compute_start_time_ns)
 typedef CalrtError* Calrt_Job_Status(Calrt_Job_Status_Args* args);
 
 /* Cancels a job that is not final yet; it becomes CANCELLED and releases its buffers.

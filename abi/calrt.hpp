@@ -964,6 +964,7 @@ struct JobStatus {
   // Profiling; 0 until reached, or when the runtime cannot tell.
   std::chrono::nanoseconds h2d_end_time{0};
   std::chrono::nanoseconds compute_end_time{0};
+  std::chrono::nanoseconds compute_start_time{0};
 
   bool is_final() const noexcept {
     return state == JobState::completed || state == JobState::failed ||
@@ -1021,6 +1022,8 @@ class Job : public detail::Owner<CalrtJob, detail::HandleDeleter<detail::JobTrai
     out.end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.end_time_ns));
     out.h2d_end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.h2d_end_time_ns));
     out.compute_end_time = std::chrono::nanoseconds(static_cast<int64_t>(args.compute_end_time_ns));
+    out.compute_start_time =
+        std::chrono::nanoseconds(static_cast<int64_t>(args.compute_start_time_ns));
     return out;
   }
 

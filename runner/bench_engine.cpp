@@ -280,6 +280,7 @@ void BenchEngine::complete(RunState& run, InFlight& flight) {
     job.start = status.start_time.count();
     job.h2d_end = status.h2d_end_time.count();
     job.compute_end = status.compute_end_time.count();
+    job.compute_start = status.compute_start_time.count();
     job.end = status.end_time.count();
     trace_.drain();
   } catch (const calrt::Error& error) {

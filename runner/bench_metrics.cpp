@@ -36,15 +36,17 @@ const std::vector<MetricSpec>& bench_metric_specs() {
        "per request: from the submission of its first prefill chunk to the host having its "
        "last token"},
       {"queue_prefill", true, "us",
-       "queueing on the device, per prefill job: start (its input DMA begins) - submit"},
-      {"queue_decode", true, "us", "queueing on the device, per decode job: start - submit"},
+       "queueing on the device, per prefill job: (start - submit) + (compute_start - h2d_end): "
+       "the submission overhead, waiting for the link, and (parallel mode) waiting for the "
+       "chips while the other slot computes"},
+      {"queue_decode", true, "us",
+       "queueing on the device, per decode job: (start - submit) + (compute_start - h2d_end)"},
       {"h2d_prefill", true, "us", "input DMA, per prefill job: h2d_end - start"},
       {"h2d_decode", true, "us", "input DMA, per decode job: h2d_end - start"},
       {"infer_prefill", true, "us",
-       "device inference, per prefill job: compute_end - h2d_end (both chips, the D2D "
-       "reductions included; in parallel mode also the time its inputs waited on the device "
-       "for the other slot's compute)"},
-      {"infer_decode", true, "us", "device inference, per decode job: compute_end - h2d_end"},
+       "device inference, per prefill job: compute_end - compute_start (both chips, the D2D "
+       "reductions included; compute_end - h2d_end when the runtime gives no compute_start)"},
+      {"infer_decode", true, "us", "device inference, per decode job: compute_end - compute_start"},
       {"d2h_prefill", true, "us", "output DMA, per prefill job: end - compute_end"},
       {"d2h_decode", true, "us", "output DMA, per decode job: end - compute_end"},
       {"host_wait", true, "us",
@@ -131,12 +133,15 @@ std::vector<MetricRow> compute_metrics(const ModeRecord& mode, const BenchOption
       continue;
     }
     const std::string kind = to_string(job.kind);
+    // Waiting for the chips counts as queueing when the runtime says when compute began.
+    const int64_t compute_begin = job.compute_start > 0 ? job.compute_start : job.h2d_end;
     if (job.start > 0) {
-      samples["queue_" + kind].push_back(to_us(job.start - job.submit));
+      const int64_t chip_wait = job.has_phases() ? compute_begin - job.h2d_end : 0;
+      samples["queue_" + kind].push_back(to_us(job.start - job.submit + chip_wait));
     }
     if (job.has_phases()) {
       samples["h2d_" + kind].push_back(to_us(job.h2d_end - job.start));
-      samples["infer_" + kind].push_back(to_us(job.compute_end - job.h2d_end));
+      samples["infer_" + kind].push_back(to_us(job.compute_end - compute_begin));
       samples["d2h_" + kind].push_back(to_us(job.end - job.compute_end));
     } else {
       phases_missing = true;

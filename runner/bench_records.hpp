@@ -38,6 +38,7 @@ struct JobRecord {
   int64_t submit = 0;
   int64_t start = 0;
   int64_t h2d_end = 0;
+  int64_t compute_start = 0;  // 0 when unknown: infer then also holds the wait for the chips
   int64_t compute_end = 0;
   int64_t end = 0;
   // The host blocked in Job_Wait for this job, device clock.

@@ -65,9 +65,22 @@ CalrtError* job_status(Calrt_Job_Status_Args* args) {
                              args->submit_time_ns = ps_to_ns(j.submit_ps);
                              args->start_time_ns = ps_to_ns(j.start_ps);  // 0 until started
                              args->end_time_ns = j.final() ? ps_to_ns(j.end_ps) : 0;
-                             if (args->struct_size >= CALRT_JOB_STATUS_ARGS_STRUCT_SIZE) {
+                             // Fields appended later are filled only where the
+                             // caller's struct has them.
+                             auto covers = [&](const uint64_t& field) {
+                               return args->struct_size >=
+                                      static_cast<size_t>(reinterpret_cast<const char*>(&field) -
+                                                          reinterpret_cast<const char*>(args)) +
+                                          sizeof(field);
+                             };
+                             if (covers(args->h2d_end_time_ns)) {
                                args->h2d_end_time_ns = ps_to_ns(j.h2d_end_ps);
+                             }
+                             if (covers(args->compute_end_time_ns)) {
                                args->compute_end_time_ns = ps_to_ns(j.compute_end_ps);
+                             }
+                             if (covers(args->compute_start_time_ns)) {
+                               args->compute_start_time_ns = ps_to_ns(j.compute_start_ps);
                              }
                              return {};
                            });

@@ -104,7 +104,8 @@ TEST(Pipeline, ProfilingTimestampsAreOrdered) {
   ASSERT_EQ(s.state, calrt::JobState::completed) << s.message;
   EXPECT_LT(s.submit_time, s.start_time);  // the submission overhead comes first
   EXPECT_LT(s.start_time, s.h2d_end_time);
-  EXPECT_LT(s.h2d_end_time, s.compute_end_time);
+  EXPECT_LE(s.h2d_end_time, s.compute_start_time);  // alone on the device: no wait for chips
+  EXPECT_LT(s.compute_start_time, s.compute_end_time);
   EXPECT_LT(s.compute_end_time, s.end_time);
 }
 
@@ -124,6 +125,8 @@ TEST(Pipeline, ParallelSlotsOverlapInputDmaWithCompute) {
   EXPECT_LE(sb.start_time, sa.compute_end_time);
   EXPECT_GE(sb.h2d_end_time, sa.h2d_end_time);
   EXPECT_GT(sb.compute_end_time, sa.compute_end_time);
+  EXPECT_GE(sb.compute_start_time, sa.compute_end_time);  // the chips take one job at a time
+  EXPECT_GT(sb.compute_start_time, sb.h2d_end_time);      // b's inputs waited for the chips
   // Both together take less than back to back.
   const auto alone = (sa.end_time - sa.start_time) + (sb.end_time - sb.start_time);
   EXPECT_LT(sb.end_time - sa.start_time, alone);
