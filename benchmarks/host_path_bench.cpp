@@ -1,8 +1,8 @@
 // The host's share of one decode step on the reference model's logits row (Qwen3-30B-A3B:
 // vocab 151936, batch 1, BF16, tiled with tile_d0 16), beside a plain memcpy of the row's
 // bytes: D2H landing, BF16 -> FP32 through the runner's own read_row_f32_into, greedy
-// (argmax) and top-k. Every figure is meant to be read against BM_Memcpy; scripts/bench.sh
-// prints the ratio.
+// (argmax) and top-k, as separate passes and fused into one (runner::read_row_pick). Every figure
+// is meant to be read against BM_Memcpy; scripts/bench.sh prints the ratio.
 //
 // The optimised results are checked against plain reference implementations (written here
 // the obvious way) before anything is timed and again after each benchmark, on the timed data
@@ -171,6 +171,18 @@ std::string check_row(const std::string& name, const Logits& l, size_t row, size
   if (runner::top_k(got, k) != reference_top_k(expected, k)) {
     return name + ": top_k(" + std::to_string(k) + ") differs from the reference";
   }
+  std::vector<float> fused(l.cols, -1.0f);
+  const runner::RowPick pick = runner::read_row_pick(l.physical, l.desc, row, fused, k);
+  if (!same_bits(fused, expected)) {
+    return name + ": read_row_pick's row differs from the reference untile + BF16 -> FP32";
+  }
+  if (pick.argmax != reference_argmax(expected)) {
+    return name + ": read_row_pick argmax " + std::to_string(pick.argmax) + ", reference " +
+           std::to_string(reference_argmax(expected));
+  }
+  if (pick.top_k != reference_top_k(expected, k)) {
+    return name + ": read_row_pick top_k(" + std::to_string(k) + ") differs from the reference";
+  }
   return {};
 }
 
@@ -188,7 +200,7 @@ std::string verify_host_path() {
   };
   check("reference row, tiled", reference_logits(true), 0);
   check("reference row, row-major", reference_logits(false), 0);
-  for (const size_t k : {size_t{1}, size_t{2}, size_t{256}}) {
+  for (const size_t k : {size_t{0}, size_t{1}, size_t{2}, size_t{256}}) {
     check("reference row, k " + std::to_string(k), reference_logits(true), 0, k);
   }
 
@@ -444,6 +456,27 @@ void BM_DecodeHostStep(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * row_bytes());
 }
 BENCHMARK(BM_DecodeHostStep);
+
+// The same step with conversion, greedy and top-k fused into one pass over the row.
+void BM_DecodeHostStepFused(benchmark::State& state) {
+  const Logits& l = reference_logits(true);
+  const ChipHalves halves = split_by_chip(l);
+  std::vector<std::byte> host(l.desc.bytes);
+  std::vector<float> logits(l.cols);
+  runner::RowPick pick;
+  for (auto _ : state) {
+    land_d2h(halves, host.data());
+    pick = runner::read_row_pick(host, l.desc, 0, logits, kTopK);
+    benchmark::DoNotOptimize(pick.argmax);
+    benchmark::DoNotOptimize(pick.top_k.data());
+    benchmark::DoNotOptimize(logits.data());
+  }
+  expect_equal(state, logits, expected_for(true).logits, "fused host step logits");
+  expect_equal(state, pick.argmax, expected_for(true).greedy, "fused host step argmax");
+  expect_equal(state, pick.top_k, expected_for(true).top, "fused host step top_k");
+  state.SetBytesProcessed(state.iterations() * row_bytes());
+}
+BENCHMARK(BM_DecodeHostStepFused);
 
 }  // namespace
 

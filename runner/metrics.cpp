@@ -188,10 +188,7 @@ void scan_greater(const float* values, size_t begin, size_t n, Bound bound, OnGr
 }
 
 // A candidate of top_k. Only numbers enter the heap, so ranking needs no NaN test.
-struct Ranked {
-  float value;
-  int32_t id;
-};
+using Ranked = detail::RankedValue;
 
 bool ranked_before(const Ranked& a, const Ranked& b) {
   return a.value > b.value || (a.value == b.value && a.id < b.id);
@@ -256,6 +253,68 @@ std::vector<int32_t> top_k(std::span<const float> values, size_t k) {
   // Fewer than k values are numbers: the NaNs rank last, lowest id first.
   for (size_t id = 0; ids.size() < k && id < n; ++id) {
     if (std::isnan(v[id])) {
+      ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  return ids;
+}
+
+RowRanker::RowRanker(size_t k) : k_(k), capacity_(std::max<size_t>(k, 1)) {
+  // k may exceed any row (top_k clips it to the row, which this does not know yet).
+  best_.reserve(std::min<size_t>(capacity_, 1024));
+}
+
+// The steps of top_k, split at the piece boundaries: the fill takes the first capacity_
+// numbers, then scan_greater visits every later value above the bound in increasing id,
+// and neither depends on where a piece ends. With k = 0 the single candidate is argmax's.
+void RowRanker::add(std::span<const float> values) {
+  const float* v = values.data();
+  const size_t n = values.size();
+  const size_t base = seen_;
+  seen_ += n;
+  size_t i = 0;
+  if (best_.size() < capacity_) {
+    for (; i < n && best_.size() < capacity_; ++i) {
+      if (!std::isnan(v[i])) {
+        best_.push_back({v[i], static_cast<int32_t>(base + i)});
+      }
+    }
+    if (best_.size() < capacity_) {
+      return;
+    }
+    std::make_heap(best_.begin(), best_.end(), ranked_before);
+  }
+  scan_greater(
+      v, i, n, [&] { return best_.front().value; },
+      [&](size_t j) {
+        replace_worst(best_, {v[j], static_cast<int32_t>(base + j)});
+      });
+}
+
+int32_t RowRanker::argmax() const {
+  if (best_.empty()) {
+    return seen_ == 0 ? -1 : 0;  // all NaN: they tie, and the lowest id wins
+  }
+  return std::min_element(best_.begin(), best_.end(), ranked_before)->id;
+}
+
+std::vector<int32_t> RowRanker::top_k(std::span<const float> row) const {
+  if (row.size() != seen_) {
+    throw std::invalid_argument("RowRanker::top_k: the row is not what was added");
+  }
+  const size_t k = std::min(k_, seen_);
+  std::vector<int32_t> ids;
+  ids.reserve(k);
+  if (k == 0) {
+    return ids;
+  }
+  std::vector<Ranked> sorted = best_;
+  std::sort(sorted.begin(), sorted.end(), ranked_before);
+  for (const Ranked& r : sorted) {
+    ids.push_back(r.id);
+  }
+  for (size_t id = 0; ids.size() < k && id < row.size(); ++id) {
+    if (std::isnan(row[id])) {
       ids.push_back(static_cast<int32_t>(id));
     }
   }

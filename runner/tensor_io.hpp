@@ -38,6 +38,19 @@ std::vector<float> read_row_f32(std::span<const std::byte> mapped, const calrt::
 void read_row_f32_into(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                        std::span<float> out);
 
+// The greedy token and the top-k candidates of a logits row.
+struct RowPick {
+  int32_t argmax = -1;
+  std::vector<int32_t> top_k;  // largest first; empty for k = 0
+};
+
+// read_row_f32_into, argmax and top_k(out, k) in one pass: each piece of the row is ranked
+// (RowRanker, metrics.hpp) right after it is converted, while it is still in L1, so the
+// row is not read back from memory twice more. The same checks, exceptions and results
+// (bit for bit, ties and NaNs included) as the three calls one after the other.
+RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                      std::span<float> out, size_t k);
+
 // Writes `values` into logical row 0 of an int32 tensor and zeroes everything else (other
 // rows, the row's tail, tiling padding).
 void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the benchmarks in Release and runs them, then prints one summary line each:
-#   the host's decode step (D2H, BF16 -> FP32, greedy, top-k) against a memcpy of the row;
+#   the host's decode step (D2H, BF16 -> FP32, greedy, top-k), as separate passes and fused
+#   into one (runner::read_row_pick), against a memcpy of the row;
 #   Job_Wait's wake-up (paced simulator) by a cancel against a condition-variable handoff,
 #   and at the job's completion against a condition variable's timed wait.
 #   scripts/bench.sh [BUILD_DIR] [-- extra Google Benchmark flags...]
@@ -56,13 +57,20 @@ def ns(run, field="real_time"):
 host = runs(sys.argv[1])
 wait = runs(sys.argv[2])
 
-memcpy, step = host.get("BM_Memcpy"), host.get("BM_DecodeHostStep")
-if memcpy and step and not step.get("error_occurred"):
-    row = step["bytes_per_second"] * ns(step, "cpu_time") / 1e9
-    print(f"host step / memcpy: {ns(step) / ns(memcpy):.2f}x "
-          f"(BM_DecodeHostStep {ns(step) / 1e3:.1f} us, BM_Memcpy {ns(memcpy) / 1e3:.1f} us "
-          f"of the same {row:.0f} bytes; by CPU time "
-          f"{ns(step, 'cpu_time') / ns(memcpy, 'cpu_time'):.2f}x)")
+memcpy = host.get("BM_Memcpy")
+steps = [(label, host.get(name)) for label, name in
+         (("unfused", "BM_DecodeHostStep"), ("fused", "BM_DecodeHostStepFused"))]
+measured = [(label, step) for label, step in steps if step and not step.get("error_occurred")]
+if memcpy and measured:
+    # Every step is timed on the same row, so the byte count comes from the first one.
+    first = measured[0][1]
+    row = first["bytes_per_second"] * ns(first, "cpu_time") / 1e9
+    parts = [f"{label} {ns(step) / ns(memcpy):.2f}x ({ns(step) / 1e3:.1f} us; by CPU time "
+             f"{ns(step, 'cpu_time') / ns(memcpy, 'cpu_time'):.2f}x)" for label, step in measured]
+    done = {label for label, _ in measured}
+    parts += [f"{label} not measured" for label, _ in steps if label not in done]
+    print(f"host step / memcpy: {', '.join(parts)} "
+          f"(BM_Memcpy {ns(memcpy) / 1e3:.1f} us of the same {row:.0f} bytes)")
 else:
     print("host step / memcpy: not measured (see the benchmark output above)")
 
