@@ -392,3 +392,32 @@ TEST(PacedClock, DestroyingTheDeviceReleasesABlockedWaiter) {
 }
 
 }  // namespace
+
+namespace {
+
+// Fields appended to Calrt_Job_Status_Args later are written only where the caller's struct
+// has them: a caller compiled against an older header keeps its memory untouched.
+TEST(Pipeline, JobStatusServesOlderCallersWithoutWritingPastTheirStruct) {
+  Rig rig;
+  Lane lane = rig.lane(0);
+  calrt::Job job = rig.submit(lane, 7);
+  ASSERT_EQ(job.wait(), calrt::WaitResult::ready);
+  constexpr uint64_t kSentinel = 0xdeadbeefcafef00dull;
+  const size_t sizes[] = {CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns),
+                          CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, compute_end_time_ns)};
+  for (size_t size : sizes) {
+    Calrt_Job_Status_Args args{};
+    args.struct_size = size;
+    args.job = job.get();
+    args.h2d_end_time_ns = args.compute_end_time_ns = args.compute_start_time_ns = kSentinel;
+    const simdev::test::ApiError error = simdev::test::take(sim_api().table()->Job_Status(&args));
+    ASSERT_EQ(error.code, CALRT_OK) << error.message;
+    EXPECT_GT(args.end_time_ns, 0u);
+    const bool has_profiling = size > sizes[0];
+    EXPECT_EQ(args.h2d_end_time_ns == kSentinel, !has_profiling) << size;
+    EXPECT_EQ(args.compute_end_time_ns == kSentinel, !has_profiling) << size;
+    EXPECT_EQ(args.compute_start_time_ns, kSentinel) << size;  // beyond both sizes
+  }
+}
+
+}  // namespace
