@@ -13,7 +13,6 @@
 #include "runner/bench_engine.hpp"
 #include "runner/bench_host_time.hpp"
 #include "runner/bench_metrics.hpp"
-#include "runner/bench_output.hpp"
 #include "runner/bench_report.hpp"
 #include "runner/bench_session.hpp"
 #include "runner/bench_trace.hpp"
@@ -141,12 +140,12 @@ int write_outputs(const BenchOptions& o, BenchOutcome& outcome, const std::strin
                   int exit_code) {
   std::vector<std::string> errors;
   if (!o.trace.empty() && !trace_text.empty()) {
-    if (std::string e = write_text_atomically(o.trace, trace_text); !e.empty()) {
+    if (std::string e = write_text_file(o.trace, trace_text); !e.empty()) {
       errors.push_back("--trace: " + e);
     }
   }
   if (!o.csv.empty() && outcome.metrics.size() == outcome.modes.size() && !outcome.modes.empty()) {
-    if (std::string e = write_text_atomically(o.csv, bench_report_csv(outcome)); !e.empty()) {
+    if (std::string e = write_text_file(o.csv, bench_report_csv(outcome)); !e.empty()) {
       errors.push_back("--csv: " + e);
     }
   }

@@ -89,6 +89,12 @@ void print_summary(std::FILE* out, const Report& report) {
 }
 
 std::string write_json_file(const std::filesystem::path& path, const nlohmann::json& doc) {
+  // Replacing invalid UTF-8 keeps a device's garbage message from making dump() throw.
+  return write_text_file(path,
+                         doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
+}
+
+std::string write_text_file(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::path temporary = path;
   temporary += ".tmp." + std::to_string(::getpid());
   {
@@ -96,8 +102,7 @@ std::string write_json_file(const std::filesystem::path& path, const nlohmann::j
     if (!stream) {
       return "cannot create " + temporary.string() + ": " + std::strerror(errno);
     }
-    // Replacing invalid UTF-8 keeps a device's garbage message from making dump() throw.
-    stream << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    stream.write(text.data(), static_cast<std::streamsize>(text.size()));
     stream.flush();
     if (!stream) {
       return "cannot write " + temporary.string();
@@ -108,7 +113,7 @@ std::string write_json_file(const std::filesystem::path& path, const nlohmann::j
   if (error) {
     const std::string reason = error.message();
     std::filesystem::remove(temporary, error);
-    return "cannot rename the report into " + path.string() + ": " + reason;
+    return "cannot rename into " + path.string() + ": " + reason;
   }
   return {};
 }

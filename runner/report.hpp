@@ -53,6 +53,8 @@ void print_summary(std::FILE* out, const Report& report);
 // Writes `doc` to `path` atomically: a temporary file next to it, then rename, so a reader
 // never sees half a report. Returns an empty string on success, else why it failed.
 std::string write_json_file(const std::filesystem::path& path, const nlohmann::json& doc);
+// The same for any text (CSV, Chrome trace): empty on success, else why, naming the file.
+std::string write_text_file(const std::filesystem::path& path, const std::string& text);
 
 // Wall-clock milliseconds since construction (steady clock).
 class Stopwatch {

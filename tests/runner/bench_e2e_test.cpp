@@ -17,33 +17,20 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/runner/calrt_process.hpp"
+#include "tests/runner/scratch_dir_test.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-class BenchTest : public ::testing::Test {
+class BenchTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    for (char& c : name) {
-      c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    }
-    dir_ = fs::temp_directory_path() / ("calrt_bench_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // `calrt bench CALBIN ARGS`, on the in-process simulator when built, else its library.
   static CalrtRun bench(const fs::path& calbin, const std::string& args) {
     const std::string device =
         CALRT_TEST_IN_PROCESS ? std::string() : std::string(" --device ") + quoted(CALRT_SIM_SO);
     return run_calrt("bench " + quoted(calbin) + device + " " + args);
   }
-
-  fs::path dir_;
 };
 
 nlohmann::json read_json(const fs::path& path) {

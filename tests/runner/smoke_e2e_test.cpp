@@ -18,34 +18,21 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/runner/calrt_process.hpp"
+#include "tests/runner/scratch_dir_test.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch directory per test, removed afterwards.
-class ScratchTest : public ::testing::Test {
+// A scratch directory per test (ScratchDirTest) and a private copy of the calbin.
+class ScratchTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "_" + info->name();
-    for (char& c : name) {
-      c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    }
-    dir_ = fs::temp_directory_path() / ("calrt_runner_" + std::to_string(::getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A private copy of the fixture's calbin, for tests that damage it.
   fs::path copy_calbin() const {
     const fs::path copy = dir_ / "calbin";
     fs::copy(CALRT_TEST_CALBIN, copy, fs::copy_options::recursive);
     return copy;
   }
-
-  fs::path dir_;
 };
 
 nlohmann::json read_json(const fs::path& path) {
