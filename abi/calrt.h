@@ -200,6 +200,9 @@ typedef enum CalrtJobState {
   CALRT_JOB_COMPLETED = 3, /* outputs are valid */
   CALRT_JOB_FAILED = 4,    /* Job_Status tells the code and message */
   CALRT_JOB_CANCELLED = 5,
+  /* the device's job watchdog ended it: it ran past the device's job deadline (a hung or
+   * pathologically slow job). Its code is DEVICE_HUNG and the device is FAULTED. */
+  CALRT_JOB_TIMED_OUT = 6,
   CALRT_JOB_STATE_COUNT_,
 } CalrtJobState;
 
@@ -614,7 +617,8 @@ typedef CalrtError* Calrt_Job_Submit(Calrt_Job_Submit_Args* args);
  * runtime can tell it never will be (the simulator: no device event is left), which is
  * reported as NOT_READY so that the caller can cancel.
  * Errors: INVALID_HANDLE; DEVICE_HUNG when the device declares the job hung (its watchdog
- *   fired), DEVICE_LOST, and the other device-class codes: the job is then FAILED too. */
+ *   fired: the job is then TIMED_OUT), DEVICE_LOST, and the other device-class codes: the
+ *   job is then FAILED. */
 typedef struct Calrt_Job_Wait_Args {
   size_t struct_size;
   void* extension;

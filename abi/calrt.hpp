@@ -52,7 +52,7 @@ enum class Direction { input = CALRT_INPUT, output = CALRT_OUTPUT };
 enum class Dtype { int8 = 1, int32, bf16, f16, f32, int4, count_ };
 enum class TensorRole { other = 0, token, position, logits, count_ };
 enum class Layout { row_major = 1, tiled, count_ };
-enum class JobState { submitted = 1, running, completed, failed, cancelled, count_ };
+enum class JobState { submitted = 1, running, completed, failed, cancelled, timed_out, count_ };
 enum class WaitResult { ready = CALRT_WAIT_READY, not_ready = CALRT_WAIT_NOT_READY };
 enum class ResetLevel { job_abort = 1, cores, chip, full };
 
@@ -160,8 +160,8 @@ inline const char* to_string(Layout layout) {
 }
 
 inline const char* to_string(JobState state) {
-  constexpr const char* kNames[] = {"?",         "SUBMITTED", "RUNNING",
-                                    "COMPLETED", "FAILED",    "CANCELLED"};
+  constexpr const char* kNames[] = {"?",      "SUBMITTED", "RUNNING",  "COMPLETED",
+                                    "FAILED", "CANCELLED", "TIMED_OUT"};
   const auto index = static_cast<size_t>(state);
   return index < std::size(kNames) ? kNames[index] : "?";
 }
@@ -968,7 +968,7 @@ struct JobStatus {
 
   bool is_final() const noexcept {
     return state == JobState::completed || state == JobState::failed ||
-           state == JobState::cancelled;
+           state == JobState::cancelled || state == JobState::timed_out;
   }
   FaultClass fault_class() const noexcept { return fault_class_of(code); }
 };

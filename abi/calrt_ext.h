@@ -12,6 +12,11 @@
  *                    way for the host to spend time on it (host work in virtual time).
  *   CALRT_EXT_TRACE  a bounded recording of what the device did, on the device clock:
  *                    DMA on the PCIe link, compute per chip, D2D reductions.
+ *   CALRT_EXT_FAULT  deterministic fault injection: a seeded, declarative fault plan, and
+ *                    how often each fault kind was injected at each site (coverage).
+ *   CALRT_EXT_DIAG   what the device can say about itself after something went wrong: a
+ *                    hang report (chiplets, CSRs, KV slot map, ping/pong ownership, last
+ *                    submissions) and a hash of its whole state (determinism checks).
  * The same rules as calrt.h hold: args structs carry struct_size, every call returns a
  * CalrtError* (NULL on success) that the caller destroys with the table's Error_Destroy.
  */
@@ -27,6 +32,8 @@ extern "C" {
 typedef enum CalrtExtensionType {
   CALRT_EXT_CLOCK = 1,
   CALRT_EXT_TRACE = 2,
+  CALRT_EXT_FAULT = 3,
+  CALRT_EXT_DIAG = 4,
 } CalrtExtensionType;
 
 typedef struct CalrtExtensionBase {
@@ -153,6 +160,103 @@ typedef struct CalrtTraceExtension {
   Calrt_Trace_Read* Trace_Read;
 } CalrtTraceExtension;
 #define CALRT_TRACE_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtTraceExtension, Trace_Read)
+
+/* ---------------------------------------------------------------------------------------
+ * CALRT_EXT_FAULT
+ * ------------------------------------------------------------------------------------- */
+
+/* Replaces the device's fault plan. `plan` is YAML text of `plan_size` bytes in the schema
+ * of simdev/device/FAULTS.md (a seed and a list of faults, each with a kind, a trigger and
+ * its parameters); an empty plan injects nothing. Counters of earlier hits are kept.
+ * The plan's own random stream is derived from its seed alone, so the same plan on the
+ * same call sequence injects the same faults at the same places.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (plan NULL with plan_size > 0, or a plan that
+ *   does not parse: the message names the field and the value). */
+typedef struct Calrt_Fault_SetPlan_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  const char* plan;
+  size_t plan_size;
+} Calrt_Fault_SetPlan_Args;
+#define CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Fault_SetPlan_Args, plan_size)
+typedef CalrtError* Calrt_Fault_SetPlan(Calrt_Fault_SetPlan_Args* args);
+
+/* How many times one fault kind was injected at one site since the device was created. */
+typedef struct CalrtFaultHit {
+  const char* kind; /* static storage: "dma_h2d", "job_hang", ... */
+  const char* site; /* static storage: "configure", "prefill", "decode", "kv_update", "kv" */
+  uint64_t count;
+} CalrtFaultHit;
+
+/* Fills `hits` (an array of `capacity` elements of hit_struct_size bytes each, the caller's
+ * sizeof(CalrtFaultHit)) with one entry per (kind, site) pair at which the kind can be
+ * injected, zero counts included, in a fixed order. `count` is the number of pairs; when
+ * it exceeds capacity only the first `capacity` are written (call again with more room).
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (hits NULL with capacity > 0),
+ *   STRUCT_TOO_SMALL (hit_struct_size). */
+typedef struct Calrt_Fault_GetHits_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  CalrtFaultHit* hits;
+  size_t hit_struct_size;
+  size_t capacity;
+  size_t count; /* out */
+} Calrt_Fault_GetHits_Args;
+#define CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Fault_GetHits_Args, count)
+typedef CalrtError* Calrt_Fault_GetHits(Calrt_Fault_GetHits_Args* args);
+
+typedef struct CalrtFaultExtension {
+  CalrtExtensionBase base; /* type CALRT_EXT_FAULT */
+  Calrt_Fault_SetPlan* Fault_SetPlan;
+  Calrt_Fault_GetHits* Fault_GetHits;
+} CalrtFaultExtension;
+#define CALRT_FAULT_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtFaultExtension, Fault_GetHits)
+
+/* ---------------------------------------------------------------------------------------
+ * CALRT_EXT_DIAG
+ * ------------------------------------------------------------------------------------- */
+
+/* Writes the device's hang report, a JSON object (UTF-8, not NUL-terminated), into
+ * `buffer`: the device state and what it needs to recover, each chiplet's activity and
+ * current op, the CSR values and ping/pong ownership of every buffer, the KV slot map, the
+ * last submissions, and the faults injected so far. Collect it before resetting: a reset
+ * clears what it describes. `size` is the report's length; when it exceeds `capacity`
+ * nothing is written (call again with a buffer of `size` bytes). Allowed in every device
+ * state, LOST included.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (buffer NULL with capacity > 0). */
+typedef struct Calrt_Diag_Report_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  char* buffer;
+  size_t capacity;
+  size_t size; /* out */
+} Calrt_Diag_Report_Args;
+#define CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Diag_Report_Args, size)
+typedef CalrtError* Calrt_Diag_Report(Calrt_Diag_Report_Args* args);
+
+/* A 64-bit hash of the device's whole state: clock, state machine, counters, every live
+ * object and its contents (buffers, CSRs, jobs, KV slots), fault counters. Two runs with the
+ * same calbin, config, seed and call sequence end with the same hash.
+ * Errors: INVALID_HANDLE. */
+typedef struct Calrt_Diag_StateHash_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtDevice* device;
+  uint64_t hash; /* out */
+} Calrt_Diag_StateHash_Args;
+#define CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE \
+  CALRT_STRUCT_SIZE(Calrt_Diag_StateHash_Args, hash)
+typedef CalrtError* Calrt_Diag_StateHash(Calrt_Diag_StateHash_Args* args);
+
+typedef struct CalrtDiagExtension {
+  CalrtExtensionBase base; /* type CALRT_EXT_DIAG */
+  Calrt_Diag_Report* Diag_Report;
+  Calrt_Diag_StateHash* Diag_StateHash;
+} CalrtDiagExtension;
+#define CALRT_DIAG_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtDiagExtension, Diag_StateHash)
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "abi/calrt.hpp"
@@ -27,6 +28,25 @@ template <>
 inline constexpr size_t kStructSize<Calrt_Trace_Enable_Args> = CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE;
 template <>
 inline constexpr size_t kStructSize<Calrt_Trace_Read_Args> = CALRT_TRACE_READ_ARGS_STRUCT_SIZE;
+template <>
+inline constexpr size_t kStructSize<Calrt_Fault_SetPlan_Args> = CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE;
+template <>
+inline constexpr size_t kStructSize<Calrt_Fault_GetHits_Args> = CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE;
+template <>
+inline constexpr size_t kStructSize<Calrt_Diag_Report_Args> = CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE;
+template <>
+inline constexpr size_t kStructSize<Calrt_Diag_StateHash_Args> =
+    CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE;
+
+// The entry `fn` of an extension, or UNIMPLEMENTED naming the call and the extension.
+template <class Fn>
+Fn* extension_entry(Fn* fn, std::string_view name, std::string_view extension) {
+  if (fn == nullptr) {
+    throw Error(CALRT_UNIMPLEMENTED, name,
+                "the runtime has no " + std::string(extension) + " extension");
+  }
+  return fn;
+}
 }  // namespace detail
 
 // The extension of `type` in the runtime's chain whose struct_size covers min_size, or
@@ -200,6 +220,124 @@ class DeviceTrace {
   CalrtDevice* device_ = nullptr;
   Api api_;
   const CalrtTraceExtension* ext_ = nullptr;
+};
+
+// One (kind, site) pair of the fault injector and how often it fired.
+struct FaultHit {
+  std::string kind;
+  std::string site;
+  uint64_t count = 0;
+};
+
+// CALRT_EXT_FAULT bound to one device.
+class DeviceFaults {
+ public:
+  static DeviceFaults of(const Device& device) {
+    DeviceFaults faults;
+    faults.device_ = device.get();
+    faults.api_ = device.api();
+    faults.ext_ = reinterpret_cast<const CalrtFaultExtension*>(
+        find_extension(device.api(), CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE));
+    return faults;
+  }
+  explicit operator bool() const noexcept { return ext_ != nullptr && device_ != nullptr; }
+
+  // Replaces the fault plan (YAML, simdev/device/FAULTS.md); "" injects nothing.
+  void set_plan(std::string_view yaml) const {
+    auto args = detail::make_args<Calrt_Fault_SetPlan_Args>();
+    args.device = device_;
+    args.plan = yaml.data();
+    args.plan_size = yaml.size();
+    api_.check(detail::extension_entry(ext_ ? ext_->Fault_SetPlan : nullptr, "Fault_SetPlan",
+                                       "fault")(&args),
+               "Fault_SetPlan");
+  }
+
+  // Every (kind, site) pair the runtime can inject at, with its count.
+  std::vector<FaultHit> hits() const {
+    std::vector<CalrtFaultHit> raw(64);
+    // Two rounds: the first tells how many pairs there are when 64 is not enough.
+    for (int round = 0; round < 2; ++round) {
+      auto args = detail::make_args<Calrt_Fault_GetHits_Args>();
+      args.device = device_;
+      args.hits = raw.data();
+      args.hit_struct_size = sizeof(CalrtFaultHit);
+      args.capacity = raw.size();
+      api_.check(detail::extension_entry(ext_ ? ext_->Fault_GetHits : nullptr, "Fault_GetHits",
+                                         "fault")(&args),
+                 "Fault_GetHits");
+      if (args.count <= raw.size()) {
+        std::vector<FaultHit> out;
+        for (size_t i = 0; i < args.count; ++i) {
+          out.push_back({detail::string_or_empty(raw[i].kind),
+                         detail::string_or_empty(raw[i].site), raw[i].count});
+        }
+        return out;
+      }
+      raw.resize(std::min<size_t>(args.count, 1u << 16));
+    }
+    throw Error(CALRT_INTERNAL, "Fault_GetHits", "the number of fault sites kept changing");
+  }
+
+ private:
+  CalrtDevice* device_ = nullptr;
+  Api api_;
+  const CalrtFaultExtension* ext_ = nullptr;
+};
+
+// CALRT_EXT_DIAG bound to one device.
+class DeviceDiag {
+ public:
+  // A hang report is a few kilobytes; this bounds what a broken runtime can make us hold.
+  static constexpr size_t kMaxReportBytes = size_t{16} << 20;
+
+  static DeviceDiag of(const Device& device) {
+    DeviceDiag diag;
+    diag.device_ = device.get();
+    diag.api_ = device.api();
+    diag.ext_ = reinterpret_cast<const CalrtDiagExtension*>(
+        find_extension(device.api(), CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE));
+    return diag;
+  }
+  explicit operator bool() const noexcept { return ext_ != nullptr && device_ != nullptr; }
+
+  // The hang report (JSON text). Take it before a reset: the reset clears what it shows.
+  std::string report() const {
+    std::string text(4096, '\0');
+    for (int round = 0; round < 2; ++round) {
+      auto args = detail::make_args<Calrt_Diag_Report_Args>();
+      args.device = device_;
+      args.buffer = text.data();
+      args.capacity = text.size();
+      api_.check(
+          detail::extension_entry(ext_ ? ext_->Diag_Report : nullptr, "Diag_Report", "diag")(&args),
+          "Diag_Report");
+      if (args.size <= text.size()) {
+        text.resize(args.size);
+        return text;
+      }
+      if (args.size > kMaxReportBytes) {
+        throw Error(CALRT_INTERNAL, "Diag_Report",
+                    "report of " + std::to_string(args.size) + " bytes exceeds the bound");
+      }
+      text.assign(args.size, '\0');
+    }
+    throw Error(CALRT_INTERNAL, "Diag_Report", "the report kept growing between two calls");
+  }
+
+  uint64_t state_hash() const {
+    auto args = detail::make_args<Calrt_Diag_StateHash_Args>();
+    args.device = device_;
+    api_.check(detail::extension_entry(ext_ ? ext_->Diag_StateHash : nullptr, "Diag_StateHash",
+                                       "diag")(&args),
+               "Diag_StateHash");
+    return args.hash;
+  }
+
+ private:
+  CalrtDevice* device_ = nullptr;
+  Api api_;
+  const CalrtDiagExtension* ext_ = nullptr;
 };
 
 }  // namespace calrt

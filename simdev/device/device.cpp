@@ -1,45 +1,9 @@
-// Device core: creation, lookups, the state machine, status, reset and parallel mode.
+// Device core: creation, lookups, the state machine, status and parallel mode.
 #include "simdev/device/device.hpp"
 
 #include <algorithm>
 
 namespace simdev {
-namespace {
-
-const char* state_name(CalrtDeviceState state) {
-  switch (state) {
-    case CALRT_DEVICE_OPEN:
-      return "OPEN";
-    case CALRT_DEVICE_CONFIGURED:
-      return "CONFIGURED";
-    case CALRT_DEVICE_RUNNING:
-      return "RUNNING";
-    case CALRT_DEVICE_FAULTED:
-      return "FAULTED";
-    case CALRT_DEVICE_RESETTING:
-      return "RESETTING";
-    case CALRT_DEVICE_LOST_STATE:
-      return "LOST";
-    default:
-      return "?";
-  }
-}
-
-// Device time each reset level takes before its self-test passes (assumed values).
-TimePs reset_duration_ps(CalrtResetLevel level) {
-  switch (level) {
-    case CALRT_RESET_JOB_ABORT:
-      return 10 * kPsPerUs;
-    case CALRT_RESET_CORES:
-      return 1 * kPsPerMs;
-    case CALRT_RESET_CHIP:
-      return 50 * kPsPerMs;
-    default:
-      return 200 * kPsPerMs;
-  }
-}
-
-}  // namespace
 
 Expected<std::unique_ptr<Device>> Device::create(std::string_view config_text) {
   auto config = parse_device_config(config_text);
@@ -50,11 +14,14 @@ Expected<std::unique_ptr<Device>> Device::create(std::string_view config_text) {
 }
 
 Device::Device(const DeviceConfig& config)
-    : config_(config), fault_plan_(std::make_unique<FaultPlan>()), chip_busy_ps_(config.chips) {
+    : config_(config), chips_(config.chips), chip_busy_ps_(config.chips) {
   engine_.set_paced(config.clock == ClockMode::kPaced);
 }
 
 Status Device::host_spend(uint64_t duration_ns) {
+  if (auto allowed = require_allowed(DeviceCall::kClockHostSpend); !allowed) {
+    return allowed;
+  }
   if (duration_ns == CALRT_TIMEOUT_INFINITE) {
     return fail(CALRT_INVALID_ARGUMENT, "host_spend duration_ns is CALRT_TIMEOUT_INFINITE");
   }
@@ -63,10 +30,6 @@ Status Device::host_spend(uint64_t duration_ns) {
   }
   return engine_.run_until(saturating_add(engine_.now(), ns_to_ps(duration_ns)),
                            [] { return false; });
-}
-
-void Device::set_fault_plan(std::unique_ptr<FaultPlan> plan) {
-  fault_plan_ = plan ? std::move(plan) : std::make_unique<FaultPlan>();
 }
 
 Expected<CalbinImage*> Device::find_calbin(ObjectId id) const {
@@ -127,15 +90,15 @@ CalrtDeviceState Device::state() const {
 
 Expected<Device::ConfiguredModel> Device::configured_model(ObjectId calbin_id,
                                                            std::string_view model_name,
-                                                           std::string_view call) const {
+                                                           DeviceCall call) const {
+  if (auto allowed = require_allowed(call); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_calbin(calbin_id);
   if (!found) {
     return tl::unexpected(found.error());
   }
   const CalbinImage& image = **found;
-  if (auto usable = require_usable(call); !usable) {
-    return tl::unexpected(usable.error());
-  }
   const auto model_index = image.find_model(model_name);
   if (!model_index) {
     return fail(CALRT_NOT_FOUND, image.not_found_message(model_name));
@@ -147,15 +110,38 @@ Expected<Device::ConfiguredModel> Device::configured_model(ObjectId calbin_id,
   return ConfiguredModel{&image, *model_index};
 }
 
-Status Device::require_usable(std::string_view call) const {
+Status Device::require_allowed(DeviceCall call) const {
   const CalrtDeviceState current = state();
-  if (current == CALRT_DEVICE_FAULTED || current == CALRT_DEVICE_LOST_STATE ||
-      current == CALRT_DEVICE_RESETTING) {
-    return fail(CALRT_WRONG_STATE,
-                std::string(call) + " is not allowed: device is " + state_name(current) +
-                    (current == CALRT_DEVICE_FAULTED ? " (reset it first)" : ""));
+  const CallVerdict verdict = call_verdict(call, current);
+  if (verdict == CallVerdict::kAllowed) {
+    return {};
   }
-  return {};
+  std::string why;
+  switch (current) {
+    case CALRT_DEVICE_RUNNING:
+      why = std::to_string(jobs_in_flight()) + " job(s) in flight; wait for or cancel them first";
+      break;
+    case CALRT_DEVICE_FAULTED:
+      why = stuck_ ? "a persistent fault: no reset clears it"
+                   : std::string("reset it first, at level ") + reset_level_name(needs_reset_) +
+                         " or higher";
+      break;
+    case CALRT_DEVICE_RESETTING:
+      why = "a reset is in progress";
+      break;
+    case CALRT_DEVICE_LOST_STATE:
+      why = "gone for good; only status, diagnostics and releasing handles work";
+      break;
+    default:
+      break;
+  }
+  if (!fault_cause_.empty() &&
+      (current == CALRT_DEVICE_FAULTED || current == CALRT_DEVICE_LOST_STATE)) {
+    why = fault_cause_ + "; " + why;
+  }
+  return fail(verdict_code(verdict), std::string(call_name(call)) + " is not allowed: device is " +
+                                         device_state_name(current) +
+                                         (why.empty() ? "" : " (" + why + ")"));
 }
 
 TimePs Device::timeout_ps(uint64_t timeout_ns) const {
@@ -177,19 +163,6 @@ DeviceStatus Device::status() const {
   return s;
 }
 
-Expected<ChipStatus> Device::chip_status(uint32_t chip) const {
-  if (chip >= config_.chips) {
-    return fail(CALRT_OUT_OF_RANGE,
-                "chip " + std::to_string(chip) + " >= chip_count " + std::to_string(config_.chips));
-  }
-  ChipStatus s;
-  s.health = lost_ ? CALRT_CHIP_FAILED : (faulted_ ? CALRT_CHIP_HUNG : CALRT_CHIP_OK);
-  s.dram_total_bytes = config_.dram_usable_bytes();
-  s.dram_used_bytes = used_by_other_calbins(ObjectId{}, chip);
-  s.busy_ps = chip_busy_ps_[chip];
-  return s;
-}
-
 uint64_t Device::used_by_other_calbins(ObjectId self, uint32_t chip) const {
   uint64_t used = 0;
   calbins_.for_each([&](ObjectId id, const CalbinImage& image) {
@@ -200,45 +173,22 @@ uint64_t Device::used_by_other_calbins(ObjectId self, uint32_t chip) const {
   return used;
 }
 
-Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout_ns) {
-  if (level < CALRT_RESET_JOB_ABORT || level > CALRT_RESET_FULL) {
-    return fail(CALRT_INVALID_ARGUMENT, "reset level " + std::to_string(level) + " is unknown");
-  }
-  if (lost_) {
-    return fail(CALRT_DEVICE_LOST, "device is LOST; it cannot be reset");
-  }
-  cancel_all("cancelled by device reset (level " + std::to_string(level) + ")");
-  if (level >= CALRT_RESET_CHIP) {
-    calbins_.for_each([&](ObjectId id, CalbinImage& image) { unconfigure(id, image); });
-    if (level == CALRT_RESET_FULL) {
-      parallel_mode_ = false;
-    }
-  }
-  const TimePs duration = reset_duration_ps(level);
-  const TimePs limit = timeout_ps(timeout_ns);
-  ++reset_count_;
-  if (duration > limit) {
-    engine_.advance_to(saturating_add(engine_.now(), limit));
-    faulted_ = true;
-    return fail(CALRT_DEVICE_HUNG, "reset level " + std::to_string(level) + " needs " +
-                                       std::to_string(ps_to_ns(duration)) + " ns > timeout " +
-                                       std::to_string(ps_to_ns(limit)) + " ns");
-  }
-  engine_.advance_to(saturating_add(engine_.now(), duration));
-  faulted_ = false;
-  return state();
-}
-
 Status Device::set_parallel_mode(bool enable) {
-  if (auto usable = require_usable("SetParallelMode"); !usable) {
-    return usable;
-  }
-  if (jobs_in_flight() > 0) {
-    return fail(CALRT_WRONG_STATE, "SetParallelMode needs an idle device; " +
-                                       std::to_string(jobs_in_flight()) + " jobs in flight");
+  // RUNNING refuses it in the table: slots cannot change under jobs in flight.
+  if (auto allowed = require_allowed(DeviceCall::kDeviceSetParallelMode); !allowed) {
+    return allowed;
   }
   parallel_mode_ = enable;
   return {};
+}
+
+bool Device::set_job_state(Job& job, CalrtJobState to) {
+  if (!job_transition_allowed(job.state, to)) {
+    ++state_machine_violations_;
+    return false;
+  }
+  job.state = to;
+  return true;
 }
 
 }  // namespace simdev

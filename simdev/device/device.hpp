@@ -21,6 +21,7 @@
 #include "simdev/device/handle_table.hpp"
 #include "simdev/device/job.hpp"
 #include "simdev/device/kv_handle.hpp"
+#include "simdev/device/state_machine.hpp"
 #include "simdev/device/tombstones.hpp"
 #include "simdev/device/trace_recorder.hpp"
 
@@ -87,7 +88,26 @@ class Device {
   explicit Device(const DeviceConfig& config);
 
   const DeviceConfig& config() const { return config_; }
-  void set_fault_plan(std::unique_ptr<FaultPlan> plan);
+
+  // The state machine's verdict on `call` in the current state (state_machine.hpp):
+  // WRONG_STATE or DEVICE_LOST naming the call and the state. Every device method checks it
+  // first; the runtime checks it before the accessors that serve the clock, trace, fault
+  // and diag extensions, since the device itself uses those too.
+  Status require_allowed(DeviceCall call) const;
+
+  // Fault injection (device_faults.cpp; the ABI's fault extension, FAULTS.md). Replacing
+  // the plan keeps the hit counters.
+  Status set_fault_plan(std::string_view yaml);
+  void set_fault_plan(FaultPlanSpec plan);
+  // One entry per (kind, site) pair at which a kind can be injected, in a fixed order.
+  std::vector<FaultHitCount> fault_hits() const;
+
+  // Diagnostics (device_diag.cpp; the ABI's diag extension). The hang report is JSON: the
+  // state and what clears it, each chip's condition and activity, buffers with their CSRs
+  // and ping/pong ownership, the KV slot map, the last submissions, injected faults and
+  // live object counts. The hash covers the whole device state.
+  std::string hang_report() const;
+  uint64_t state_hash() const;
 
   // Device.
   DeviceStatus status() const;
@@ -98,7 +118,8 @@ class Device {
   // Calbins.
   Expected<ObjectId> calbin_create(const std::string& path, uint64_t timeout_ns);
   Status calbin_destroy(ObjectId id);
-  Expected<const CalbinImage*> calbin(ObjectId id) const;
+  // For Calbin_GetInfo, Calbin_GetModel, Calbin_GetTensor and Calbin_GetCsr (`call`).
+  Expected<const CalbinImage*> calbin(ObjectId id, DeviceCall call) const;
   Expected<ConfigureResult> calbin_configure(ObjectId id, uint64_t timeout_ns);
 
   // Buffers.
@@ -155,7 +176,6 @@ class Device {
   Expected<KvHandle*> find_kv(ObjectId id) const;
 
   CalrtDeviceState state() const;
-  Status require_usable(std::string_view call) const;  // WRONG_STATE when faulted/lost
   // The calbin, the index of its model with exactly this name, for a call that needs a
   // usable device and a configured calbin.
   struct ConfiguredModel {
@@ -163,7 +183,7 @@ class Device {
     size_t model_index = 0;
   };
   Expected<ConfiguredModel> configured_model(ObjectId calbin_id, std::string_view model_name,
-                                             std::string_view call) const;
+                                             DeviceCall call) const;
   TimePs timeout_ps(uint64_t timeout_ns) const;
   Status check_owner(const Buffer& buffer, std::string_view action) const;
   uint64_t used_by_other_calbins(ObjectId self, uint32_t chip) const;
@@ -182,6 +202,12 @@ class Device {
   Status find_reuse(const Job& job, ObjectId buffer_id, const TensorBytes& at_submit);
   void fail_job(Job& job, CalrtCode code, const std::string& message);
   void finish(Job& job, CalrtJobState state, CalrtCode code, std::string message);
+  // Moves the job to `to` when the job table allows it; otherwise leaves it, counts a
+  // state machine violation and returns false.
+  bool set_job_state(Job& job, CalrtJobState to);
+  // Job_Cancel without the state machine's check: Job_Destroy, Calbin_Destroy and resets
+  // cancel in states where the host may not call Job_Cancel itself (LOST).
+  Status cancel_job(ObjectId id);
   Status begin_compute(Job& job);
   void release_job_resources(Job& job);
   void cancel_all(const std::string& reason);
@@ -190,9 +216,37 @@ class Device {
   size_t jobs_in_flight(ObjectId calbin) const;
   size_t jobs_in_flight() const;
 
+  // What the injected faults did to the device (device_health.cpp, device_faults.cpp).
+  struct ChipCondition {
+    CalrtChipHealth health = CALRT_CHIP_OK;
+    std::string activity = "idle";  // what it does or where it stopped (hang report)
+    TimePs throttled_until_ps = 0;  // thermal throttling: slower until then
+    uint32_t throttle_factor = 1;
+    uint64_t ecc_corrected = 0;
+  };
+  // One injection, for the hang report and the state hash.
+  struct InjectionRecord {
+    FaultKind kind{};
+    FaultSite site{};
+    uint64_t job_serial = 0;  // 0 when not a job's operation
+    TimePs at_ps = 0;
+    std::string detail;
+  };
+
   DeviceConfig config_;
   Engine engine_;
-  std::unique_ptr<FaultPlan> fault_plan_;
+  FaultInjector faults_;
+  std::array<std::array<uint64_t, kFaultSiteCount>, kFaultKindCount> fault_hit_counts_{};
+  std::vector<ChipCondition> chips_;
+  std::vector<InjectionRecord> injections_;  // bounded: the most recent kMaxInjectionRecords
+  static constexpr size_t kMaxInjectionRecords = 64;
+  // The lowest reset level that clears the current device fault; 0 when healthy.
+  uint32_t needs_reset_ = 0;
+  bool stuck_ = false;  // a persistent fault fired: no reset's self-test passes
+  std::string fault_cause_;
+  // Transitions the state machine tables forbid that the device nevertheless attempted
+  // (refused and counted; always 0 unless the device has a bug).
+  uint64_t state_machine_violations_ = 0;
   HandleTable<CalbinImage> calbins_{kMaxCalbins};
   HandleTable<Buffer> buffers_{kMaxBuffers};
   HandleTable<Job> jobs_{kMaxJobs};

@@ -22,7 +22,7 @@ Status Device::check_owner(const Buffer& buffer, std::string_view action) const 
 
 Expected<ObjectId> Device::buffer_create(ObjectId calbin_id, std::string_view model_name,
                                          CalrtDirection direction, uint32_t slot) {
-  auto found = configured_model(calbin_id, model_name, "Buffer_Create");
+  auto found = configured_model(calbin_id, model_name, DeviceCall::kBufferCreate);
   if (!found) {
     return tl::unexpected(found.error());
   }
@@ -59,6 +59,9 @@ Expected<ObjectId> Device::buffer_create(ObjectId calbin_id, std::string_view mo
 }
 
 Status Device::buffer_destroy(ObjectId id) {
+  if (auto allowed = require_allowed(DeviceCall::kBufferDestroy); !allowed) {
+    return allowed;
+  }
   auto buffer = find_buffer(id);
   if (!buffer) {
     return tl::unexpected(buffer.error());
@@ -86,6 +89,9 @@ Expected<Buffer*> Device::find_buffer_tensor(ObjectId id, uint32_t tensor_index)
 }
 
 Expected<TensorMapping> Device::buffer_map(ObjectId id, uint32_t tensor_index) {
+  if (auto allowed = require_allowed(DeviceCall::kBufferMap); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_buffer_tensor(id, tensor_index);
   if (!found) {
     return tl::unexpected(found.error());
@@ -104,6 +110,9 @@ Expected<TensorMapping> Device::buffer_map(ObjectId id, uint32_t tensor_index) {
 }
 
 Status Device::buffer_unmap(ObjectId id, uint32_t tensor_index) {
+  if (auto allowed = require_allowed(DeviceCall::kBufferUnmap); !allowed) {
+    return allowed;
+  }
   auto found = find_buffer_tensor(id, tensor_index);
   if (!found) {
     return tl::unexpected(found.error());
@@ -136,6 +145,9 @@ Status check_csr_index(const Buffer& buffer, uint32_t csr_index) {
 }  // namespace
 
 Status Device::buffer_set_csr(ObjectId id, uint32_t csr_index, uint64_t value) {
+  if (auto allowed = require_allowed(DeviceCall::kBufferSetCsr); !allowed) {
+    return allowed;
+  }
   auto found = find_buffer(id);
   if (!found) {
     return tl::unexpected(found.error());
@@ -151,6 +163,9 @@ Status Device::buffer_set_csr(ObjectId id, uint32_t csr_index, uint64_t value) {
 }
 
 Expected<uint64_t> Device::buffer_get_csr(ObjectId id, uint32_t csr_index) const {
+  if (auto allowed = require_allowed(DeviceCall::kBufferGetCsr); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_buffer(id);
   if (!found) {
     return tl::unexpected(found.error());

@@ -134,9 +134,6 @@ Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout
     }
     result.memory_used_bytes.push_back(chip_terms.total());
   }
-  if (auto fault = fault_plan_->on_configure(image.serial, engine_.now())) {
-    return tl::unexpected(*fault);
-  }
   uint64_t param_bytes = 0;
   for (const auto& t : *terms) {
     param_bytes += t.params;

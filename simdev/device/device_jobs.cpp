@@ -187,12 +187,7 @@ void Device::start_stage(Stage stage, ObjectId job_id) {
       break;
     case Stage::kCompute: {
       job.compute_start_ps = engine_.now();
-      Status began = fail(CALRT_INTERNAL, "unset");
-      if (auto fault = fault_plan_->on_job_start(job.serial, engine_.now())) {
-        began = tl::unexpected(*fault);
-      } else {
-        began = begin_compute(job);
-      }
+      Status began = begin_compute(job);
       if (!began) {
         fail_job(job, began.error().code, began.error().message);
         return;

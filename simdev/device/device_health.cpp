@@ -1,0 +1,65 @@
+// Device health: the reset levels, the self-test after a reset, and per-chip status.
+#include "simdev/device/device.hpp"
+
+namespace simdev {
+namespace {
+
+// Device time each reset level takes before its self-test passes (assumed values).
+TimePs reset_duration_ps(CalrtResetLevel level) {
+  switch (level) {
+    case CALRT_RESET_JOB_ABORT:
+      return 10 * kPsPerUs;
+    case CALRT_RESET_CORES:
+      return 1 * kPsPerMs;
+    case CALRT_RESET_CHIP:
+      return 50 * kPsPerMs;
+    default:
+      return 200 * kPsPerMs;
+  }
+}
+
+}  // namespace
+
+Expected<ChipStatus> Device::chip_status(uint32_t chip) const {
+  if (chip >= config_.chips) {
+    return fail(CALRT_OUT_OF_RANGE,
+                "chip " + std::to_string(chip) + " >= chip_count " + std::to_string(config_.chips));
+  }
+  ChipStatus s;
+  s.health = lost_ ? CALRT_CHIP_FAILED : (faulted_ ? CALRT_CHIP_HUNG : CALRT_CHIP_OK);
+  s.dram_total_bytes = config_.dram_usable_bytes();
+  s.dram_used_bytes = used_by_other_calbins(ObjectId{}, chip);
+  s.busy_ps = chip_busy_ps_[chip];
+  return s;
+}
+
+Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout_ns) {
+  if (level < CALRT_RESET_JOB_ABORT || level > CALRT_RESET_FULL) {
+    return fail(CALRT_INVALID_ARGUMENT, "reset level " + std::to_string(level) + " is unknown");
+  }
+  if (lost_) {
+    return fail(CALRT_DEVICE_LOST, "device is LOST; it cannot be reset");
+  }
+  cancel_all("cancelled by device reset (level " + std::to_string(level) + ")");
+  if (level >= CALRT_RESET_CHIP) {
+    calbins_.for_each([&](ObjectId id, CalbinImage& image) { unconfigure(id, image); });
+    if (level == CALRT_RESET_FULL) {
+      parallel_mode_ = false;
+    }
+  }
+  const TimePs duration = reset_duration_ps(level);
+  const TimePs limit = timeout_ps(timeout_ns);
+  ++reset_count_;
+  if (duration > limit) {
+    engine_.advance_to(saturating_add(engine_.now(), limit));
+    faulted_ = true;
+    return fail(CALRT_DEVICE_HUNG, "reset level " + std::to_string(level) + " needs " +
+                                       std::to_string(ps_to_ns(duration)) + " ns > timeout " +
+                                       std::to_string(ps_to_ns(limit)) + " ns");
+  }
+  engine_.advance_to(saturating_add(engine_.now(), duration));
+  faulted_ = false;
+  return state();
+}
+
+}  // namespace simdev
