@@ -139,9 +139,14 @@ typedef enum CalrtDeviceState {
   CALRT_DEVICE_OPEN = 1,       /* created, no calbin configured */
   CALRT_DEVICE_CONFIGURED = 2, /* at least one calbin configured, idle */
   CALRT_DEVICE_RUNNING = 3,    /* at least one job in flight */
-  CALRT_DEVICE_FAULTED = 4,    /* a device-class fault happened; only Status/Reset/Destroy */
+  /* A device-class fault happened: calls that observe, release or reset are allowed, calls
+   * that give the device new work return WRONG_STATE until a reset's self-test passes. The
+   * call-by-state table is simdev/device/STATE_MACHINE.md. */
+  CALRT_DEVICE_FAULTED = 4,
   CALRT_DEVICE_RESETTING = 5,
-  CALRT_DEVICE_LOST_STATE = 6, /* gone for good; only Status/Destroy */
+  /* gone for good: only Status, ChipStatus, Job_Status, the release calls (Destroy, Free,
+   * Unmap) and diagnostics are allowed; every other call returns DEVICE_LOST. */
+  CALRT_DEVICE_LOST_STATE = 6,
   CALRT_DEVICE_STATE_COUNT_,
 } CalrtDeviceState;
 

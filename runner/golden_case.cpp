@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runner/golden_compare.hpp"
+#include "runner/submission_inputs.hpp"
 #include "runner/tensor_io.hpp"
 
 namespace runner {
@@ -14,33 +16,6 @@ namespace {
 // At most this many failure lines per phase and case: one broken device call repeated over
 // thousands of decode steps should not bury the first, most telling one.
 constexpr size_t kMaxFailuresPerPhase = 3;
-
-struct Comparison {
-  double cosine = 0.0;
-  double max_abs_error = 0.0;
-  double top_k_overlap = 0.0;
-  int32_t argmax = -1;
-  int32_t expected_argmax = -1;
-};
-
-// One sentence per threshold the comparison misses; the argmax disagreement comes last as
-// it is judged as a rate, not per comparison.
-std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t) {
-  std::vector<std::string> why;
-  if (!(c.cosine >= t.min_cosine)) {  // written so that NaN fails
-    why.push_back(fmt::format("cosine {:.6f} < {}", c.cosine, t.min_cosine));
-  }
-  if (t.max_abs_error && !(c.max_abs_error <= *t.max_abs_error)) {
-    why.push_back(fmt::format("max abs error {:.5f} > {}", c.max_abs_error, *t.max_abs_error));
-  }
-  if (!(c.top_k_overlap >= t.min_top_k_overlap)) {
-    why.push_back(fmt::format("top-k overlap {:.3f} < {}", c.top_k_overlap, t.min_top_k_overlap));
-  }
-  if (c.argmax != c.expected_argmax) {
-    why.push_back(fmt::format("argmax {} != golden greedy token {}", c.argmax, c.expected_argmax));
-  }
-  return why;
-}
 
 std::string join(const std::vector<std::string>& parts) {
   return fmt::format("{}", fmt::join(parts, "; "));
@@ -70,8 +45,7 @@ class CaseRunner {
     if (!golden_consistent()) {
       return;
     }
-    const uint32_t capacity =
-        std::min(s_.info.context, g_.prompt_len + std::max(g_.decode_steps, 1u));
+    const uint32_t capacity = kv_tokens_for(g_, s_.info.context);
     allocate_kv(capacity);
     phase_ = CasePhase::prefill;
     const auto first = prefill("prefill");
@@ -245,26 +219,11 @@ std::optional<std::vector<float>> CaseRunner::submit(ModelIo& io, std::span<cons
 // Step 5: tokens and positions into their tensors, the two CSRs set and read back.
 void CaseRunner::write_inputs(ModelIo& io, std::span<const int32_t> tokens, int32_t first_position,
                               uint64_t past) {
-  std::vector<int32_t> positions(tokens.size());
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    positions[t] = first_position + static_cast<int32_t>(t);
-  }
-  {
-    const calrt::Mapping map = io.input.map(io.token_input, s_.timeout());
-    write_row_i32(map.bytes(), io.token(), tokens);
-  }
-  {
-    const calrt::Mapping map = io.input.map(io.position_input, s_.timeout());
-    write_row_i32(map.bytes(), io.position(), positions);
-  }
-  io.input.set_csr(io.cur_seq_len_csr, tokens.size());
-  io.input.set_csr(io.past_kv_csr, past);
-  const uint64_t cur_read = io.input.csr(io.cur_seq_len_csr);
-  const uint64_t past_read = io.input.csr(io.past_kv_csr);
-  if (cur_read != tokens.size() || past_read != past) {
+  const CsrValues read = write_submission(io, tokens, first_position, past, s_.timeout());
+  if (read.cur_seq_len != tokens.size() || read.past_kv_cur_seq_len != past) {
     fail(CasePhase::inputs,
          fmt::format("CSRs read back as cur_seq_len={} past_kv_cur_seq_len={}, set {} and {}",
-                     cur_read, past_read, tokens.size(), past),
+                     read.cur_seq_len, read.past_kv_cur_seq_len, tokens.size(), past),
          false);
   }
 }
@@ -315,36 +274,14 @@ void CaseRunner::check_kv_bookkeeping(CasePhase phase) {
 }
 
 void CaseRunner::compare_prefill(const std::vector<float>& logits) {
-  const std::vector<int32_t> golden_top = top_k(g_.prefill_logits, top_k_);
-  Comparison c;
-  c.cosine = cosine(logits, g_.prefill_logits);
-  c.max_abs_error = max_abs_error(logits, g_.prefill_logits, golden_top);
-  c.top_k_overlap = top_k_overlap(top_k(logits, top_k_), golden_top);
-  c.argmax = argmax(logits);
-  c.expected_argmax = g_.greedy[0];
+  const Comparison c = runner::compare_prefill(logits, g_, top_k_);
   r_.prefill.add(c.cosine, c.max_abs_error, c.top_k_overlap);
   r_.prefill.add_greedy(c.argmax == c.expected_argmax);
   judge(CasePhase::prefill, c);
 }
 
 void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step) {
-  const std::span<const int32_t> ids(g_.top_ids.data() + step * top_k_, top_k_);
-  const std::span<const float> values(g_.top_logits.data() + step * top_k_, top_k_);
-  Comparison c;
-  if (g_.decode_logits.empty()) {
-    std::vector<float> at_ids;
-    for (const int32_t id : ids) {
-      at_ids.push_back(logits.at(static_cast<size_t>(id)));
-    }
-    c.cosine = cosine(at_ids, values);
-  } else {
-    c.cosine = cosine(logits, std::span<const float>(g_.decode_logits.data() + step * logits.size(),
-                                                     logits.size()));
-  }
-  c.max_abs_error = max_abs_error_at(logits, ids, values);
-  c.top_k_overlap = top_k_overlap(top_k(logits, top_k_), ids);
-  c.argmax = argmax(logits);
-  c.expected_argmax = g_.greedy[step + 1];
+  const Comparison c = runner::compare_decode(logits, g_, step, top_k_);
   r_.decode.add(c.cosine, c.max_abs_error, c.top_k_overlap);
   r_.decode.add_greedy(c.argmax == c.expected_argmax);
   judge(CasePhase::decode, c);

@@ -14,6 +14,7 @@
 #include "runner/info.hpp"
 #include "runner/inspect.hpp"
 #include "runner/plan.hpp"
+#include "runner/scenario_options.hpp"
 #include "runner/smoke_options.hpp"
 
 namespace {
@@ -171,6 +172,49 @@ bool finish_plan(runner::PlanOptions& o, const PlanFlags& f) {
   return true;
 }
 
+// --seed and --campaign only count when given; CLI11 fills plain values.
+struct ScenarioFlags {
+  uint64_t seed = 1;
+  uint32_t campaign = 0;
+  CLI::Option* seed_option = nullptr;
+  CLI::Option* campaign_option = nullptr;
+};
+
+void add_scenario(CLI::App& app, runner::ScenarioOptions& o, ScenarioFlags& f) {
+  app.add_option("FILE", o.files, "scenario files (scenarios/*.yaml)");
+  f.seed_option = app.add_option("--seed", f.seed,
+                                 "override each file's seed; with --campaign, the first plan's "
+                                 "seed (default 1)");
+  f.campaign_option = app.add_option("--campaign", f.campaign,
+                                     "run N random fault plans (seeds S, S+1, ...) over the "
+                                     "built-in workload");
+  app.add_flag("--sweep", o.sweep,
+               "sweep every FILE: each fault kind, transient and persistent, at the 1st, 2nd, "
+               "... eligible device operation");
+  app.add_option("--calbin-dir", o.calbin_dir,
+                 "calbins by preset name, DIR/<preset>; a missing one is generated there")
+      ->capture_default_str();
+  app.add_option("--device", o.device,
+                 "sim (the simulator in process) or a runtime library path (e.g. "
+                 "build/simdev/runtime/libcalrt_sim.so)")
+      ->capture_default_str();
+  app.add_option("--json", o.json, "write the JSON report (calrt-scenario/1) to this file");
+  app.add_flag("--coverage", o.coverage,
+               "after the run, print the fault hits per (kind, site) summed over every run");
+  app.add_option("--policy-bug", o.policy_bug,
+                 "TEST ONLY: make the recovery policy wrong in one way (no-reset, no-timeout, "
+                 "single-level, no-reload, no-replay, lost-as-request, skip-output-check, "
+                 "reset-on-degraded, reset-request-faults) to prove a scenario catches it")
+      ->check(CLI::IsMember({"none", "no-reset", "no-timeout", "single-level", "no-reload",
+                             "no-replay", "lost-as-request", "skip-output-check",
+                             "reset-on-degraded", "reset-request-faults"}))
+      ->group("Test-only options");
+  app.footer(
+      "Exit codes: 0 every scenario, plan or sweep passed; 1 one failed (a FAIL line with the "
+      "command that replays it); 2 bad input found before anything ran (a scenario file's "
+      "field, a missing calbin, a device option or fault plan the runtime refuses).");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,6 +266,14 @@ int main(int argc, char** argv) {
                               &bench_options.device_index, &bench_options.device_config});
   runner::add_bench_options(*bench, bench_options, bench_words);
 
+  runner::ScenarioOptions scenario_options;
+  ScenarioFlags scenario_flags;
+  CLI::App* scenario = app.add_subcommand(
+      "scenario",
+      "deterministic fault-injection scenarios (scenarios/README.md), random fault campaigns "
+      "and exhaustive sweeps, under the runner's recovery policy");
+  add_scenario(*scenario, scenario_options, scenario_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -242,6 +294,15 @@ int main(int argc, char** argv) {
   if (bench->parsed()) {
     runner::finish_bench_options(bench_options, bench_words, argc, argv);
     return runner::run_bench(bench_options);
+  }
+  if (scenario->parsed()) {
+    if (scenario_flags.seed_option->count() > 0) {
+      scenario_options.seed = scenario_flags.seed;
+    }
+    if (scenario_flags.campaign_option->count() > 0) {
+      scenario_options.campaign = scenario_flags.campaign;
+    }
+    return runner::run_scenario(scenario_options);
   }
   if (check->parsed()) {
     if (check_options.calbin.empty() && !check_options.list) {

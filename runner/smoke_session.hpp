@@ -65,6 +65,11 @@ StepResult step_buffers(Session& session);    // 4
 std::vector<StepResult> steps_golden(Session& session, nlohmann::json& metrics);
 StepResult step_kv(Session& session);  // 8
 
+// The bodies of steps 2 and 4 for callers with their own error handling (the scenarios):
+// they throw calrt::Error from the runtime and add I/O mismatches to `step`.
+void load_calbin_models(Session& session, StepResult& step);
+void create_model_buffers(Session& session, StepResult& step);
+
 // Checks a model's I/O against what the runner expects from the LLM info; adds one failure
 // per mismatch naming model, tensor, field, expected and actual (smoke_expect.cpp).
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,

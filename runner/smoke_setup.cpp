@@ -114,64 +114,65 @@ StepResult step_device(Session& s) {
   });
 }
 
-StepResult step_calbin(Session& s) {
-  return run_guarded(2, "calbin", [&](StepResult& step) {
-    s.calbin = calrt::Calbin::create(s.device, s.options.calbin, s.timeout());
-    s.info = s.calbin.info();
-    const auto models = s.calbin.models();
-    for (const auto& model : models) {
-      step.details["models"].push_back(model_json(model));
-      spdlog::debug("model {} ({})", model.name, to_string(model.type));
-      for (const auto* tensors : {&model.inputs, &model.outputs}) {
-        for (const auto& t : *tensors) {
-          spdlog::debug("  {} {} role {} {} [{}] {} tile_d0 {} {} B",
-                        tensors == &model.inputs ? "input " : "output", t.name,
-                        calrt::to_string(t.role), calrt::to_string(t.dtype),
-                        fmt::join(t.shape, ","), calrt::to_string(t.layout), t.tile_d0, t.bytes);
-        }
+void load_calbin_models(Session& s, StepResult& step) {
+  s.calbin = calrt::Calbin::create(s.device, s.options.calbin, s.timeout());
+  s.info = s.calbin.info();
+  const auto models = s.calbin.models();
+  for (const auto& model : models) {
+    step.details["models"].push_back(model_json(model));
+    spdlog::debug("model {} ({})", model.name, to_string(model.type));
+    for (const auto* tensors : {&model.inputs, &model.outputs}) {
+      for (const auto& t : *tensors) {
+        spdlog::debug("  {} {} role {} {} [{}] {} tile_d0 {} {} B",
+                      tensors == &model.inputs ? "input " : "output", t.name,
+                      calrt::to_string(t.role), calrt::to_string(t.dtype), fmt::join(t.shape, ","),
+                      calrt::to_string(t.layout), t.tile_d0, t.bytes);
       }
     }
-    const auto* prefill =
-        select_model(models, s.options.prefill_model, calrt::ModelType::prefill, step);
-    const auto* decode =
-        select_model(models, s.options.decode_model, calrt::ModelType::decode, step);
-    if (s.info.batch != 1) {
-      step.fail(fmt::format("LLM info batch {}: the smoke compares batch 1 only", s.info.batch));
-    }
-    if (s.info.vocab != s.inputs.golden.vocab) {
-      step.fail(
-          fmt::format("LLM info vocab {} != golden vocab {}", s.info.vocab, s.inputs.golden.vocab));
-    }
-    if (prefill != nullptr) {
-      s.prefill.desc = *prefill;
-      check_model_io(s.info, s.prefill, calrt::ModelType::prefill, step);
-    }
-    if (decode != nullptr) {
-      s.decode.desc = *decode;
-      check_model_io(s.info, s.decode, calrt::ModelType::decode, step);
-    }
-    s.models_ok = step.passed();
-    step.summary = fmt::format(
-        "version={} arch={} abi={} models={} prefill={} decode={} vocab={} context={} "
-        "chunk={} batch={} layers={} kv={}",
-        s.info.calbin_version, s.info.architecture, s.info.runtime_abi, s.info.model_count,
-        prefill ? prefill->name : "?", decode ? decode->name : "?", s.info.vocab, s.info.context,
-        s.info.prefill_chunk, s.info.batch, s.info.layers, calrt::to_string(s.info.kv_dtype));
-    step.details.update({{"calbin_version", s.info.calbin_version},
-                         {"architecture", s.info.architecture},
-                         {"runtime_abi", s.info.runtime_abi},
-                         {"llm",
-                          {{"vocab", s.info.vocab},
-                           {"context", s.info.context},
-                           {"batch", s.info.batch},
-                           {"layers", s.info.layers},
-                           {"hidden", s.info.hidden},
-                           {"q_heads", s.info.q_heads},
-                           {"kv_heads", s.info.kv_heads},
-                           {"head_dim", s.info.head_dim},
-                           {"prefill_chunk", s.info.prefill_chunk},
-                           {"kv_dtype", calrt::to_string(s.info.kv_dtype)}}}});
-  });
+  }
+  const auto* prefill =
+      select_model(models, s.options.prefill_model, calrt::ModelType::prefill, step);
+  const auto* decode = select_model(models, s.options.decode_model, calrt::ModelType::decode, step);
+  if (s.info.batch != 1) {
+    step.fail(fmt::format("LLM info batch {}: the smoke compares batch 1 only", s.info.batch));
+  }
+  if (s.info.vocab != s.inputs.golden.vocab) {
+    step.fail(
+        fmt::format("LLM info vocab {} != golden vocab {}", s.info.vocab, s.inputs.golden.vocab));
+  }
+  if (prefill != nullptr) {
+    s.prefill.desc = *prefill;
+    check_model_io(s.info, s.prefill, calrt::ModelType::prefill, step);
+  }
+  if (decode != nullptr) {
+    s.decode.desc = *decode;
+    check_model_io(s.info, s.decode, calrt::ModelType::decode, step);
+  }
+  s.models_ok = step.passed();
+  step.summary = fmt::format(
+      "version={} arch={} abi={} models={} prefill={} decode={} vocab={} context={} "
+      "chunk={} batch={} layers={} kv={}",
+      s.info.calbin_version, s.info.architecture, s.info.runtime_abi, s.info.model_count,
+      prefill ? prefill->name : "?", decode ? decode->name : "?", s.info.vocab, s.info.context,
+      s.info.prefill_chunk, s.info.batch, s.info.layers, calrt::to_string(s.info.kv_dtype));
+  step.details.update({{"calbin_version", s.info.calbin_version},
+                       {"architecture", s.info.architecture},
+                       {"runtime_abi", s.info.runtime_abi},
+                       {"llm",
+                        {{"vocab", s.info.vocab},
+                         {"context", s.info.context},
+                         {"batch", s.info.batch},
+                         {"layers", s.info.layers},
+                         {"hidden", s.info.hidden},
+                         {"q_heads", s.info.q_heads},
+                         {"kv_heads", s.info.kv_heads},
+                         {"head_dim", s.info.head_dim},
+                         {"prefill_chunk", s.info.prefill_chunk},
+                         {"kv_dtype", calrt::to_string(s.info.kv_dtype)}}}});
+}
+
+StepResult step_calbin(Session& s) {
+  return run_guarded(2, "calbin", [&](StepResult& step) { load_calbin_models(s, step); });
 }
 
 StepResult step_configure(Session& s) {
@@ -231,13 +232,15 @@ std::string create_buffers(Session& s, ModelIo& io, StepResult& step) {
 
 }  // namespace
 
+void create_model_buffers(Session& s, StepResult& step) {
+  const std::string prefill = create_buffers(s, s.prefill, step);
+  const std::string decode = create_buffers(s, s.decode, step);
+  s.buffers_ok = step.passed();
+  step.summary = prefill + "; " + decode;
+}
+
 StepResult step_buffers(Session& s) {
-  return run_guarded(4, "buffers", [&](StepResult& step) {
-    const std::string prefill = create_buffers(s, s.prefill, step);
-    const std::string decode = create_buffers(s, s.decode, step);
-    s.buffers_ok = step.passed();
-    step.summary = prefill + "; " + decode;
-  });
+  return run_guarded(4, "buffers", [&](StepResult& step) { create_model_buffers(s, step); });
 }
 
 }  // namespace runner

@@ -354,4 +354,45 @@ TimePs configure_ps(uint64_t param_bytes, uint64_t block_count, const DeviceConf
                         saturating_mul(latency, std::max<uint64_t>(block_count, 1)));
 }
 
+TimePs segment_start_ps(const std::vector<Segment>& segments, size_t index) {
+  TimePs start = 0;
+  for (size_t k = 0; k < index && k < segments.size(); ++k) {
+    start = saturating_add(start, segments[k].total_ps());
+  }
+  return start;
+}
+
+size_t segment_at(const std::vector<Segment>& segments, TimePs offset_ps) {
+  TimePs end = 0;
+  for (size_t k = 0; k < segments.size(); ++k) {
+    end = saturating_add(end, segments[k].total_ps());
+    if (offset_ps < end) {
+      return k;
+    }
+  }
+  return segments.size();
+}
+
+void slow_down(std::vector<Segment>& segments, uint64_t factor) {
+  for (Segment& segment : segments) {
+    for (TimePs& ps : segment.chip_ps) {
+      ps = saturating_mul(ps, factor);
+    }
+    segment.d2d_ps = saturating_mul(segment.d2d_ps, factor);
+  }
+}
+
+void throttle(std::vector<Segment>& segments, TimePs start_ps,
+              const std::vector<ChipThrottle>& chips) {
+  TimePs at = start_ps;
+  for (Segment& segment : segments) {
+    for (size_t chip = 0; chip < segment.chip_ps.size() && chip < chips.size(); ++chip) {
+      if (at < chips[chip].until_ps) {
+        segment.chip_ps[chip] = saturating_mul(segment.chip_ps[chip], chips[chip].factor);
+      }
+    }
+    at = saturating_add(at, segment.total_ps());
+  }
+}
+
 }  // namespace simdev

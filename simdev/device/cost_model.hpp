@@ -75,4 +75,22 @@ JobCost job_cost(const calbin::Manifest& manifest, const calbin::Model& model,
 // Uploading the param blocks at configure: bytes over PCIe plus one latency per block.
 TimePs configure_ps(uint64_t param_bytes, uint64_t block_count, const DeviceConfig& config);
 
+// Where a job's compute stands: segment `index` starts this long after the compute starts.
+TimePs segment_start_ps(const std::vector<Segment>& segments, size_t index);
+// The segment in progress `offset_ps` after the compute started; segments.size() once every
+// segment is done.
+size_t segment_at(const std::vector<Segment>& segments, TimePs offset_ps);
+
+// Injected slowness (FAULTS.md). slow_completion: every part of the compute, chips and D2D,
+// takes `factor` times longer. Thermal throttling: a throttled chip's ops take `factor`
+// times longer in every segment that starts before `until_ps` (the throttle is checked at
+// segment boundaries, where the firmware reprograms the clocks); the D2D link is not slowed.
+void slow_down(std::vector<Segment>& segments, uint64_t factor);
+struct ChipThrottle {
+  uint64_t factor = 1;
+  TimePs until_ps = 0;
+};
+void throttle(std::vector<Segment>& segments, TimePs start_ps,
+              const std::vector<ChipThrottle>& chips);
+
 }  // namespace simdev

@@ -183,12 +183,7 @@ Status Device::set_parallel_mode(bool enable) {
 }
 
 bool Device::set_job_state(Job& job, CalrtJobState to) {
-  if (!job_transition_allowed(job.state, to)) {
-    ++state_machine_violations_;
-    return false;
-  }
-  job.state = to;
-  return true;
+  return move_job_state(job.state, to, state_machine_violations_);
 }
 
 }  // namespace simdev

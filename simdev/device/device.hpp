@@ -41,6 +41,8 @@ struct ChipStatus {
   CalrtChipHealth health = CALRT_CHIP_OK;
   uint64_t dram_total_bytes = 0;
   uint64_t dram_used_bytes = 0;
+  uint64_t ecc_corrected = 0;
+  uint64_t ecc_uncorrected = 0;
   TimePs busy_ps = 0;
 };
 
@@ -218,12 +220,67 @@ class Device {
 
   // What the injected faults did to the device (device_health.cpp, device_faults.cpp).
   struct ChipCondition {
+    // The fault condition: HUNG (a hang, a crash, the watchdog), DEGRADED (uncorrectable
+    // ECC, D2D link down), FAILED (lost); OK otherwise. chip_health() adds what depends on
+    // time and counters (throttling, corrected ECC): use it for the chip's health.
     CalrtChipHealth health = CALRT_CHIP_OK;
-    std::string activity = "idle";  // what it does or where it stopped (hang report)
+    // What it does or where it stopped (hang report). chip_activity() refines "computing
+    // job #N" into the segment at the current time.
+    std::string activity = "idle";
+    bool stopped = false;           // activity tells where it stopped; kept until a reset
     TimePs throttled_until_ps = 0;  // thermal throttling: slower until then
     uint32_t throttle_factor = 1;
-    uint64_t ecc_corrected = 0;
+    uint64_t ecc_corrected = 0;              // since the device was created
+    uint64_t ecc_corrected_since_reset = 0;  // DEGRADED while non-zero
+    uint64_t ecc_uncorrected = 0;            // since the device was created
   };
+  CalrtChipHealth chip_health(uint32_t chip) const;
+  // After a reset (device_health.cpp): healthy when `level` reaches needs_reset_ and no
+  // persistent fault fired; FAULTED otherwise.
+  void self_test(CalrtResetLevel level);
+  std::string chip_activity(uint32_t chip) const;
+
+  // Injection (device_faults.cpp). Asks the plan at one device operation and counts the
+  // hits; the caller applies each injection and records it.
+  std::vector<Injection> inject(FaultSite site, FaultPoint point, uint64_t job_serial);
+  void record_injection(const Injection& injection, FaultSite site, uint64_t job_serial,
+                        std::string detail);
+  // A device-class fault: FAULTED, needing reset `level` (a persistent one: stuck_).
+  void raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
+                          const std::string& cause);
+  // A fault that has broken a part before it shows (a hang, a link down): the next reset
+  // must reach `level` although the device is not FAULTED yet.
+  void note_latent_fault(uint32_t level, bool persistent, const std::string& cause);
+  void lose_device(const std::string& cause);
+  void fail_in_flight(CalrtCode code, const std::string& why);
+  void stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity);
+  void chips_idle();
+  void correct_ecc(uint32_t chip);
+  void count_uncorrected(uint32_t chip);
+  FaultSite site_of(const Job& job) const;
+  // The faults at a job's stage start. Returns false when they ended the job; otherwise
+  // `duration` is when the stage's event fires (a failing stage sets job.stage_fault).
+  bool inject_input_dma(Job& job, TimePs& duration);
+  bool inject_compute(Job& job, TimePs& duration);
+  bool inject_output_dma(Job& job, TimePs& duration);
+  // Applies what a stage's event finds in job.stage_fault.
+  void end_stage_with_fault(Job& job);
+  // Kv_Allocate / Kv_Clear: the error the operation returns, if a fault makes it fail.
+  Status inject_kv(FaultPoint point, KvHandle* kv, const std::string& request);
+  // Calbin_Configure's upload: what the faults do to it (device_calbins.cpp applies it).
+  struct UploadFaults {
+    uint64_t slow_factor = 1;
+    bool hang = false;
+    bool hang_persistent = false;
+    std::optional<Fault> failure;  // DMA_ERROR, ECC_UNCORRECTABLE, FIRMWARE_CRASH
+    uint32_t failure_level = 0;
+    bool failure_persistent = false;
+    std::optional<uint32_t> ecc_chip;  // ECC_UNCORRECTABLE: the chip whose weights flip
+    uint64_t ecc_draw = 0;
+  };
+  UploadFaults inject_upload(const CalbinImage& image);
+  // The upload's DMA, ECC or firmware failure: the device FAULTED and the error to return.
+  Status fail_upload(CalbinImage& image, const UploadFaults& faults);
   // One injection, for the hang report and the state hash.
   struct InjectionRecord {
     FaultKind kind{};

@@ -1,4 +1,5 @@
 // Device: loading, configuring and unloading calbins.
+#include <algorithm>
 #include <cstdio>
 
 #include "simdev/device/cost_model.hpp"
@@ -46,8 +47,8 @@ Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path, uint3
 }  // namespace
 
 Expected<ObjectId> Device::calbin_create(const std::string& path, uint64_t timeout_ns) {
-  if (auto usable = require_usable("Calbin_Create"); !usable) {
-    return tl::unexpected(usable.error());
+  if (auto allowed = require_allowed(DeviceCall::kCalbinCreate); !allowed) {
+    return tl::unexpected(allowed.error());
   }
   (void)timeout_ns;  // reading the manifest takes no device time
   auto image = read_image(path, static_cast<uint32_t>(config_.chips));
@@ -64,6 +65,9 @@ Expected<ObjectId> Device::calbin_create(const std::string& path, uint64_t timeo
 }
 
 Status Device::calbin_destroy(ObjectId id) {
+  if (auto allowed = require_allowed(DeviceCall::kCalbinDestroy); !allowed) {
+    return allowed;
+  }
   auto image = find_calbin(id);
   if (!image) {
     return tl::unexpected(image.error());
@@ -74,7 +78,10 @@ Status Device::calbin_destroy(ObjectId id) {
   return {};
 }
 
-Expected<const CalbinImage*> Device::calbin(ObjectId id) const {
+Expected<const CalbinImage*> Device::calbin(ObjectId id, DeviceCall call) const {
+  if (auto allowed = require_allowed(call); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto image = find_calbin(id);
   if (!image) {
     return tl::unexpected(image.error());
@@ -104,14 +111,14 @@ Status Device::load_weights(CalbinImage& image) {
 }
 
 Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout_ns) {
+  if (auto allowed = require_allowed(DeviceCall::kCalbinConfigure); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_calbin(id);
   if (!found) {
     return tl::unexpected(found.error());
   }
   CalbinImage& image = **found;
-  if (auto usable = require_usable("Calbin_Configure"); !usable) {
-    return tl::unexpected(usable.error());
-  }
   if (image.configured) {
     return fail(CALRT_WRONG_STATE,
                 "calbin #" + std::to_string(image.serial) + " is already configured");
@@ -139,18 +146,44 @@ Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout
     param_bytes += t.params;
   }
   result.duration_ps = configure_ps(param_bytes, image.manifest.param_blocks.size(), config_);
+  const std::string label = "configure of calbin #" + std::to_string(image.serial);
+  const UploadFaults faults = inject_upload(image);
+  if (lost_) {
+    return fail(CALRT_DEVICE_LOST, label + ": the device was lost during the parameter upload");
+  }
+  if (faults.slow_factor > 1) {
+    result.duration_ps = result.duration_ps > kTimeNever / faults.slow_factor
+                             ? kTimeNever
+                             : result.duration_ps * faults.slow_factor;
+  }
+  // An upload that does not finish in time leaves the chips mid-upload with half-written
+  // DRAM: only a chip reset recovers them. A hang never finishes; the watchdog stops it.
   const TimePs limit = timeout_ps(timeout_ns);
-  if (result.duration_ps > limit) {
-    engine_.advance_to(saturating_add(engine_.now(), limit));
-    return fail(CALRT_DEVICE_HUNG, "configure of calbin #" + std::to_string(image.serial) +
-                                       " needs " + std::to_string(ps_to_ns(result.duration_ps)) +
-                                       " ns of upload > timeout " +
-                                       std::to_string(ps_to_ns(limit)) + " ns");
+  const TimePs watchdog = config_.job_watchdog_ms * kPsPerMs;
+  if (faults.hang || result.duration_ps > limit) {
+    const TimePs stop = faults.hang ? std::min(limit, watchdog) : limit;
+    engine_.advance_to(saturating_add(engine_.now(), stop));
+    const std::string why =
+        faults.hang ? label + ": the parameter upload hung (fault plan: job_hang); " +
+                          (stop == limit ? "the call's timeout" : "the job watchdog") + " of " +
+                          std::to_string(ps_to_ns(stop)) + " ns ended it"
+                    : label + " needs " + std::to_string(ps_to_ns(result.duration_ps)) +
+                          " ns of upload > timeout " + std::to_string(ps_to_ns(limit)) + " ns";
+    for (uint32_t c = 0; c < chips_.size(); ++c) {
+      stop_chip(c, CALRT_CHIP_HUNG,
+                "stopped in the parameter upload of calbin #" + std::to_string(image.serial));
+    }
+    raise_device_fault(CALRT_DEVICE_HUNG, CALRT_RESET_CHIP, faults.hang && faults.hang_persistent,
+                       why);
+    return fail(CALRT_DEVICE_HUNG, why);
   }
   if (auto loaded = load_weights(image); !loaded) {
     return tl::unexpected(loaded.error());
   }
   engine_.advance_to(saturating_add(engine_.now(), result.duration_ps));
+  if (faults.failure) {
+    return tl::unexpected(fail_upload(image, faults).error());
+  }
   image.memory_used_bytes = result.memory_used_bytes;
   image.kv_allocator = std::make_unique<KvAllocator>(image.kv.total_tokens);
   image.configured = true;
@@ -175,7 +208,7 @@ void Device::drop_calbin_objects(ObjectId calbin_id, bool keep_buffers_and_jobs)
     }
   });
   for (ObjectId id : doomed) {
-    (void)job_cancel(id);
+    (void)cancel_job(id);
     if (!keep_buffers_and_jobs) {
       tombstones_.bury(
           id, "job #" + std::to_string(jobs_.find(id)->serial) + " was released with its calbin");

@@ -22,6 +22,8 @@ constexpr uint64_t kMaxMacs = 16384;
 constexpr uint64_t kMaxClockMhz = 10000;
 constexpr uint64_t kMaxBandwidthMbps = 1000000000;  // 1 PB/s
 constexpr uint64_t kMaxLatencyNs = kMax / 2000;
+// The watchdog is kept in picoseconds: 2^34 ms (about 200 days) x 1e9 stays below 2^64.
+constexpr uint64_t kMaxWatchdogMs = uint64_t{1} << 34;
 // A config file is a page of text; anything far larger is not one.
 constexpr uint64_t kMaxFileBytes = 1 << 20;
 
@@ -66,6 +68,10 @@ const std::array kParams = {
     number<&C::default_timeout_ms>("", "default_timeout_ms", "ms", 30000, 1, uint64_t{1} << 40,
                                    kAssumed,
                                    "device time a call with CALRT_TIMEOUT_DEFAULT may take"),
+    number<&C::job_watchdog_ms>("", "job_watchdog_ms", "ms", 10000, 1, kMaxWatchdogMs, kAssumed,
+                                "device time a job's compute may take before the device's "
+                                "watchdog ends it as TIMED_OUT (DEVICE_HUNG); a hung configure "
+                                "is stopped by it too"),
     number<&C::chips>("chip", "chips", "chips", 2, 1, 8, kSpec,
                       "chiplets on the card (the reference card has two)"),
     number<&C::compute_cores>("chip", "compute_cores", "cores", 16, 1, kMaxCores, kAssumed,

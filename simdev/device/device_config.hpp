@@ -42,6 +42,7 @@ struct DeviceConfig {
   ClockMode clock = ClockMode::kVirtual;
   uint64_t seed = 1;
   uint64_t default_timeout_ms = 30000;
+  uint64_t job_watchdog_ms = 10000;
   // One chip (every chip of the card is alike).
   uint64_t chips = 2;
   uint64_t compute_cores = 16;

@@ -1,7 +1,108 @@
-// Placeholder: applying injected faults to the device (FAULTS.md).
+// Device: what injected faults do (FAULTS.md). At each device operation the device asks its
+// plan (fault_plan.hpp) which faults fire; this file applies each kind's effect on the
+// virtual clock: the code, the job's and the device's state, the chips' conditions and the
+// data a fault corrupts.
+#include <algorithm>
+
 #include "simdev/device/device.hpp"
+#include "simdev/device/random_stream.hpp"
 
 namespace simdev {
+namespace {
+
+std::string job_label(const Job& job) { return "job #" + std::to_string(job.serial); }
+
+std::string ms_text(TimePs ps) { return std::to_string(ps / kPsPerMs) + " ms"; }
+
+TimePs times(TimePs ps, uint64_t factor) {
+  return factor != 0 && ps > kTimeNever / factor ? kTimeNever : ps * factor;
+}
+
+// "segment 7 (attention, layer 1)"; clamped to the last segment.
+std::string describe_segment(const std::vector<Segment>& segments, size_t index) {
+  if (segments.empty()) {
+    return "its compute (no segments)";
+  }
+  const size_t k = std::min(index, segments.size() - 1);
+  const Segment& segment = segments[k];
+  std::string text = "segment " + std::to_string(k) + " (" + segment.label;
+  if (segment.layer >= 0) {
+    text += ", layer " + std::to_string(segment.layer);
+  }
+  return text + ")";
+}
+
+// Silent data corruption that a numeric check cannot miss. Each 16-bit word of the outputs
+// (a BF16 value: sign 15, exponent 14..7, mantissa 6..0) is picked with probability 1/16,
+// and the bits of its exponent are flipped so that it grows by 32 (shrinks by 32 when
+// that would overflow): the value is scaled by 2^32. A single exponent bit would not do:
+// flipping the top one turns values in [1, 2) into Inf/NaN, which a careless comparison
+// (NaN > tolerance is false) lets pass, and flipping a lower one shrinks the values near 1
+// to almost nothing, which a cosine barely notices. Scaled by 2^32 a value stays finite
+// even squared in float, the picked sixteenth of the values carries nearly all the energy
+// (the cosine with the true logits drops to about 0.25 whatever their scale), the argmax
+// moves and the max error is in the millions. At least one word changes, even in a tiny
+// output.
+uint16_t scaled_by_2_32(uint16_t word) {
+  const uint32_t exponent = (word >> 7) & 0xFFu;
+  const uint32_t shifted = exponent <= 222 ? exponent + 32 : exponent - 32;
+  return static_cast<uint16_t>((word & 0x807Fu) | (shifted << 7));
+}
+
+std::string corrupt_outputs(TensorBytes& outputs, uint64_t draw) {
+  RandomStream pick(draw, "corrupted_output");
+  uint64_t words = 0;
+  uint64_t changed = 0;
+  const auto corrupt = [](std::vector<uint8_t>& tensor, size_t word) {
+    const auto value = static_cast<uint16_t>(tensor[2 * word] | (tensor[2 * word + 1] << 8));
+    const uint16_t bad = scaled_by_2_32(value);
+    tensor[2 * word] = static_cast<uint8_t>(bad & 0xFFu);
+    tensor[2 * word + 1] = static_cast<uint8_t>(bad >> 8);
+  };
+  for (auto& tensor : outputs) {
+    for (size_t w = 0; w < tensor.size() / 2; ++w) {
+      ++words;
+      if (pick.below(16) == 0) {
+        corrupt(tensor, w);
+        ++changed;
+      }
+    }
+  }
+  if (changed == 0 && words > 0) {
+    uint64_t target = draw % words;
+    for (auto& tensor : outputs) {
+      const uint64_t here = tensor.size() / 2;
+      if (target < here) {
+        corrupt(tensor, target);
+        changed = 1;
+        break;
+      }
+      target -= here;
+    }
+  }
+  return "scaled " + std::to_string(changed) + " of " + std::to_string(words) +
+         " 16-bit output values by 2^32 (exponent bits flipped)";
+}
+
+// An uncorrectable ECC error in a chip's weights: one bit of one int8 weight.
+std::string flip_weight_bit(ChipWeights& weights, uint64_t draw) {
+  if (weights.layers.empty()) {
+    return "no weights to flip";
+  }
+  RandomStream pick(draw, "weights_ecc");
+  const size_t layer = pick.below(weights.layers.size());
+  std::vector<int8_t>& values = weights.layers[layer].q_proj.values;
+  if (values.empty()) {
+    return "no weights to flip";
+  }
+  const size_t element = pick.below(values.size());
+  const auto bit = static_cast<uint32_t>(pick.below(8));
+  values[element] = static_cast<int8_t>(static_cast<uint8_t>(values[element]) ^ (1u << bit));
+  return "chip " + std::to_string(weights.chip) + " layer " + std::to_string(layer) +
+         " q_proj element " + std::to_string(element) + " bit " + std::to_string(bit);
+}
+
+}  // namespace
 
 Status Device::set_fault_plan(std::string_view yaml) {
   auto plan = parse_fault_plan(yaml, static_cast<uint32_t>(config_.chips));
@@ -14,6 +115,587 @@ Status Device::set_fault_plan(std::string_view yaml) {
 
 void Device::set_fault_plan(FaultPlanSpec plan) { faults_ = FaultInjector(std::move(plan)); }
 
-std::vector<FaultHitCount> Device::fault_hits() const { return {}; }
+std::vector<FaultHitCount> Device::fault_hits() const {
+  std::vector<FaultHitCount> hits;
+  for (size_t k = 0; k < kFaultKindCount; ++k) {
+    for (size_t s = 0; s < kFaultSiteCount; ++s) {
+      const auto kind = static_cast<FaultKind>(k);
+      const auto site = static_cast<FaultSite>(s);
+      if (can_happen(kind, site)) {
+        hits.push_back(FaultHitCount{kind, site, fault_hit_counts_[k][s]});
+      }
+    }
+  }
+  return hits;
+}
+
+std::vector<Injection> Device::inject(FaultSite site, FaultPoint point, uint64_t job_serial) {
+  std::vector<Injection> fired = faults_.at(FaultOperation{site, point, job_serial, engine_.now()});
+  for (const Injection& injection : fired) {
+    ++fault_hit_counts_[static_cast<size_t>(injection.kind)][static_cast<size_t>(site)];
+  }
+  return fired;
+}
+
+void Device::record_injection(const Injection& injection, FaultSite site, uint64_t job_serial,
+                              std::string detail) {
+  if (injections_.size() >= kMaxInjectionRecords) {
+    injections_.erase(injections_.begin());
+  }
+  injections_.push_back(
+      InjectionRecord{injection.kind, site, job_serial, engine_.now(), std::move(detail)});
+}
+
+void Device::raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
+                                const std::string& cause) {
+  if (CALRT_CODE_FAULT_CLASS(code) != CALRT_FAULT_DEVICE) {
+    return;
+  }
+  faulted_ = true;
+  ++error_count_;
+  last_error_ = code;
+  needs_reset_ = std::max(needs_reset_, level);
+  stuck_ = stuck_ || persistent;
+  if (fault_cause_.empty()) {
+    fault_cause_ = cause;  // the first fault is the root cause; later ones follow from it
+  }
+}
+
+void Device::note_latent_fault(uint32_t level, bool persistent, const std::string& cause) {
+  needs_reset_ = std::max(needs_reset_, level);
+  stuck_ = stuck_ || persistent;
+  if (fault_cause_.empty()) {
+    fault_cause_ = cause;
+  }
+}
+
+void Device::lose_device(const std::string& cause) {
+  if (lost_) {
+    return;
+  }
+  lost_ = true;
+  ++error_count_;
+  last_error_ = CALRT_DEVICE_LOST;
+  fault_cause_ = "device lost during " + cause;
+  for (uint32_t c = 0; c < chips_.size(); ++c) {
+    stop_chip(c, CALRT_CHIP_FAILED, "lost (surprise removal during " + cause + ")");
+  }
+  fail_in_flight(CALRT_DEVICE_LOST, "the device was lost (surprise removal during " + cause + ")");
+}
+
+void Device::fail_in_flight(CalrtCode code, const std::string& why) {
+  std::vector<ObjectId> live;
+  jobs_.for_each([&](ObjectId id, const Job& job) {
+    if (!job.final()) {
+      live.push_back(id);
+    }
+  });
+  for (ObjectId id : live) {
+    Job& job = *jobs_.find(id);
+    finish(job, CALRT_JOB_FAILED, code, job_label(job) + ": " + why);
+  }
+}
+
+void Device::stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity) {
+  if (chip >= chips_.size()) {
+    return;
+  }
+  ChipCondition& condition = chips_[chip];
+  // A FAILED (lost) or HUNG chip stays so until a reset, whatever happens after.
+  if (condition.health == CALRT_CHIP_FAILED ||
+      (condition.health == CALRT_CHIP_HUNG && health != CALRT_CHIP_FAILED)) {
+    return;
+  }
+  condition.health = health;
+  condition.activity = std::move(activity);
+  condition.stopped = true;
+}
+
+// Plans built in code bypass parse_fault_plan's chip check: a chip the device does not have
+// is left alone rather than indexed.
+void Device::correct_ecc(uint32_t chip) {
+  if (chip < chips_.size()) {
+    ++chips_[chip].ecc_corrected;
+    ++chips_[chip].ecc_corrected_since_reset;
+  }
+}
+
+void Device::count_uncorrected(uint32_t chip) {
+  if (chip < chips_.size()) {
+    ++chips_[chip].ecc_uncorrected;
+  }
+}
+
+void Device::chips_idle() {
+  for (ChipCondition& condition : chips_) {
+    if (!condition.stopped) {
+      condition.activity = "idle";
+    }
+  }
+}
+
+CalrtChipHealth Device::chip_health(uint32_t chip) const {
+  if (lost_) {
+    return CALRT_CHIP_FAILED;
+  }
+  const ChipCondition& condition = chips_[chip];
+  if (condition.health != CALRT_CHIP_OK) {
+    return condition.health;
+  }
+  const bool throttled = condition.throttled_until_ps > engine_.now();
+  return condition.ecc_corrected_since_reset > 0 || throttled ? CALRT_CHIP_DEGRADED : CALRT_CHIP_OK;
+}
+
+std::string Device::chip_activity(uint32_t chip) const {
+  const ChipCondition& condition = chips_[chip];
+  const auto& busy = stages_[static_cast<size_t>(Stage::kCompute)].busy;
+  const Job* job = busy ? jobs_.find(*busy) : nullptr;
+  if (condition.stopped || job == nullptr) {
+    return condition.activity;
+  }
+  const size_t k = segment_at(job->cost.segments, engine_.now() - job->compute_start_ps);
+  if (k >= job->cost.segments.size()) {
+    return condition.activity;
+  }
+  return "computing " + describe_segment(job->cost.segments, k) + " of " + job_label(*job);
+}
+
+FaultSite Device::site_of(const Job& job) const {
+  const CalbinImage* image = calbins_.find(job.calbin);
+  if (image == nullptr || job.model_index >= image->manifest.models.size()) {
+    return FaultSite::kPrefill;
+  }
+  switch (image->manifest.models[job.model_index].type) {
+    case calbin::ModelType::kDecode:
+      return FaultSite::kDecode;
+    case calbin::ModelType::kKvUpdate:
+      return FaultSite::kKvUpdate;
+    default:
+      return FaultSite::kPrefill;
+  }
+}
+
+bool Device::inject_input_dma(Job& job, TimePs& duration) {
+  (void)duration;  // a failing transfer still takes its time: the error comes at its end
+  const FaultSite site = site_of(job);
+  const std::string where =
+      "the input DMA of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
+  for (const Injection& injection : inject(site, FaultPoint::kInputDma, job.serial)) {
+    const FaultSpec& spec = *injection.spec;
+    std::string detail;
+    switch (injection.kind) {
+      case FaultKind::kDmaH2d:
+        if (!job.final() && !job.stage_fault) {
+          job.stage_fault = Job::StageFault{
+              CALRT_JOB_FAILED, CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT,
+              spec.persistent,  false,           where + " failed (fault plan: dma_h2d)"};
+        }
+        detail = where + ": the transfer fails at its end with DMA_ERROR";
+        break;
+      case FaultKind::kEccCorrectable:
+        correct_ecc(spec.chip);
+        detail = where + ": chip " + std::to_string(spec.chip) + " corrected an ECC error";
+        break;
+      case FaultKind::kDeviceLost:
+        lose_device(where);
+        detail = where + ": the device is lost";
+        break;
+      default:
+        detail = where + ": no effect at this operation";
+        break;
+    }
+    record_injection(injection, site, job.serial, std::move(detail));
+  }
+  return !job.final();
+}
+
+bool Device::inject_compute(Job& job, TimePs& duration) {
+  const TimePs now = engine_.now();
+  const FaultSite site = site_of(job);
+  const std::string where =
+      "the compute of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
+  std::vector<Segment>& segments = job.cost.segments;
+  const size_t last = segments.empty() ? 0 : segments.size() - 1;
+  uint64_t slow = 1;
+  struct Stall {
+    bool one_chip = false;  // chip_hang: one chip stops, the others wait at the barrier
+    uint32_t chip = 0;
+    size_t segment = 0;
+    bool persistent = false;
+  };
+  std::optional<Stall> hang;
+  std::optional<std::pair<size_t, bool>> link_down;  // the segment, persistent
+  for (const Injection& injection : inject(site, FaultPoint::kCompute, job.serial)) {
+    const FaultSpec& spec = *injection.spec;
+    const uint32_t chip = spec.chip;
+    std::string detail = where + ": ";
+    if (job.final() && injection.kind != FaultKind::kDeviceLost &&
+        injection.kind != FaultKind::kEccCorrectable) {
+      record_injection(injection, site, job.serial, detail + "no effect: the job had ended");
+      continue;
+    }
+    switch (injection.kind) {
+      case FaultKind::kEccCorrectable:
+        correct_ecc(chip);
+        detail += "chip " + std::to_string(chip) + " corrected an ECC error";
+        break;
+      case FaultKind::kDeviceLost:
+        lose_device(where);
+        detail += "the device is lost";
+        break;
+      case FaultKind::kFirmwareCrash: {
+        const std::string why = "the firmware crashed during " + where;
+        for (uint32_t c = 0; c < chips_.size(); ++c) {
+          stop_chip(c, CALRT_CHIP_HUNG, "firmware crashed during " + where);
+        }
+        raise_device_fault(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent, why);
+        fail_in_flight(CALRT_FIRMWARE_CRASH, why);
+        detail += "the firmware crashed; every in-flight job failed";
+        break;
+      }
+      case FaultKind::kEccUncorrectable: {
+        KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
+        const std::optional<std::string> flipped =
+            kv != nullptr ? kv->store.flip_bit(chip, injection.draw) : std::nullopt;
+        const std::string what = "uncorrectable ECC error on chip " + std::to_string(chip) +
+                                 " in the KV of " + job_label(job) +
+                                 (flipped ? " (" + *flipped + " flipped)" : " (no KV contents)");
+        count_uncorrected(chip);
+        stop_chip(chip, CALRT_CHIP_DEGRADED, what);
+        raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent, what);
+        finish(job, CALRT_JOB_FAILED, CALRT_ECC_UNCORRECTABLE, job_label(job) + ": " + what);
+        detail += what;
+        break;
+      }
+      case FaultKind::kJobHang:
+        if (!hang) {
+          const size_t k = segments.empty() ? 0 : injection.draw % segments.size();
+          hang = Stall{false, 0, k, spec.persistent};
+        }
+        detail += "the job hangs in " + describe_segment(segments, hang->segment);
+        break;
+      case FaultKind::kChipHang:
+        if (!hang) {
+          hang = Stall{true, chip, std::min<size_t>(spec.segment, last), spec.persistent};
+        }
+        detail += "chip " + std::to_string(chip) + " hangs in " +
+                  describe_segment(segments, std::min<size_t>(spec.segment, last));
+        break;
+      case FaultKind::kD2dLinkDown:
+        if (!link_down) {
+          link_down = std::pair{std::min<size_t>(spec.segment, last), spec.persistent};
+        }
+        detail += "the D2D link is down at the reduction closing " +
+                  describe_segment(segments, std::min<size_t>(spec.segment, last));
+        break;
+      case FaultKind::kThermalThrottle:
+        if (chip < chips_.size()) {
+          chips_[chip].throttled_until_ps = saturating_add(now, fault_duration_ps(spec));
+          chips_[chip].throttle_factor = fault_factor(spec);
+        }
+        detail += "chip " + std::to_string(chip) + " throttled x" +
+                  std::to_string(fault_factor(spec)) + " for " +
+                  std::to_string(fault_duration_ps(spec) / kPsPerUs) + " us";
+        break;
+      case FaultKind::kSlowCompletion:
+        slow = times(slow, fault_factor(spec));
+        detail += "the compute takes x" + std::to_string(fault_factor(spec)) + " longer";
+        break;
+      default:
+        detail += "no effect at this operation";
+        break;
+    }
+    record_injection(injection, site, job.serial, std::move(detail));
+  }
+  if (job.final()) {
+    return false;
+  }
+
+  // Slowness first, then throttling on the slowed timeline.
+  if (slow > 1) {
+    slow_down(segments, slow);
+  }
+  std::vector<ChipThrottle> throttles(chips_.size());
+  for (size_t c = 0; c < chips_.size(); ++c) {
+    if (chips_[c].throttled_until_ps > now) {
+      throttles[c] = ChipThrottle{chips_[c].throttle_factor, chips_[c].throttled_until_ps};
+    }
+  }
+  throttle(segments, now, throttles);
+  for (ChipCondition& condition : chips_) {
+    if (!condition.stopped) {
+      condition.activity = "computing " + job_label(job);
+    }
+  }
+
+  const TimePs watchdog = config_.job_watchdog_ms * kPsPerMs;
+  const std::string watchdog_text = "the job watchdog (" + ms_text(watchdog) + ")";
+  std::optional<TimePs> hang_at;
+  std::optional<TimePs> link_at;
+  if (hang) {
+    hang_at = segment_start_ps(segments, hang->segment);
+  }
+  if (link_down) {
+    const size_t k = link_down->first;
+    link_at = segments.empty()
+                  ? 0
+                  : saturating_add(segment_start_ps(segments, k), segments[k].chips_ps());
+    const std::string cause = "the D2D link went down during " + where;
+    note_latent_fault(CALRT_RESET_FULL, link_down->second, cause);
+    job.latent_fault = true;
+  }
+  if (link_at && (!hang_at || *link_at < *hang_at) && *link_at < watchdog) {
+    const std::string barrier =
+        "the D2D barrier closing " + describe_segment(segments, link_down->first);
+    for (uint32_t c = 0; c < chips_.size(); ++c) {
+      stop_chip(c, CALRT_CHIP_DEGRADED, "waiting at " + barrier + ": the link is down");
+    }
+    job.stage_fault = Job::StageFault{CALRT_JOB_FAILED,
+                                      CALRT_D2D_LINK_DOWN,
+                                      CALRT_RESET_FULL,
+                                      link_down->second,
+                                      false,
+                                      "the D2D reduction at " + barrier + " failed"};
+    duration = *link_at;
+    return true;
+  }
+  if (hang) {
+    const std::string at = describe_segment(segments, hang->segment);
+    const uint32_t level = hang->one_chip ? CALRT_RESET_CORES : CALRT_RESET_JOB_ABORT;
+    std::string cause;
+    if (hang->one_chip) {
+      cause = "chip " + std::to_string(hang->chip) + " hung in " + at + " of " + job_label(job);
+      for (uint32_t c = 0; c < chips_.size(); ++c) {
+        if (c == hang->chip) {
+          stop_chip(c, CALRT_CHIP_HUNG, "hung in " + at);
+        } else {
+          stop_chip(c, CALRT_CHIP_OK, "waiting at the D2D barrier closing " + at);
+        }
+      }
+    } else {
+      cause = job_label(job) + " hung in " + at;
+      for (uint32_t c = 0; c < chips_.size(); ++c) {
+        stop_chip(c, CALRT_CHIP_HUNG, "hung in " + at);
+      }
+    }
+    note_latent_fault(level, hang->persistent, cause);
+    job.latent_fault = true;
+    job.stage_fault = Job::StageFault{CALRT_JOB_TIMED_OUT,
+                                      CALRT_DEVICE_HUNG,
+                                      level,
+                                      hang->persistent,
+                                      false,
+                                      cause + "; " + watchdog_text + " ended it"};
+    duration = watchdog;
+    return true;
+  }
+  const TimePs compute = job.cost.compute_ps();
+  if (compute > watchdog) {
+    job.stage_fault = Job::StageFault{
+        CALRT_JOB_TIMED_OUT,
+        CALRT_DEVICE_HUNG,
+        CALRT_RESET_JOB_ABORT,
+        false,
+        true,
+        "its compute needs " + ms_text(compute) + ", past " + watchdog_text + ", which ended it"};
+    duration = watchdog;
+    return true;
+  }
+  duration = compute;
+  return true;
+}
+
+bool Device::inject_output_dma(Job& job, TimePs& duration) {
+  (void)duration;
+  const FaultSite site = site_of(job);
+  const std::string where =
+      "the output DMA of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
+  for (const Injection& injection : inject(site, FaultPoint::kOutputDma, job.serial)) {
+    const FaultSpec& spec = *injection.spec;
+    std::string detail = where + ": ";
+    switch (injection.kind) {
+      case FaultKind::kDmaD2h:
+        if (!job.final() && !job.stage_fault) {
+          job.stage_fault = Job::StageFault{
+              CALRT_JOB_FAILED, CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT,
+              spec.persistent,  false,           where + " failed (fault plan: dma_d2h)"};
+        }
+        detail += "the transfer fails at its end with DMA_ERROR";
+        break;
+      case FaultKind::kCorruptedOutput:
+        detail += job.final() ? "no effect: the job had ended"
+                              : corrupt_outputs(job.staged_outputs, injection.draw);
+        break;
+      case FaultKind::kEccCorrectable:
+        correct_ecc(spec.chip);
+        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
+        break;
+      case FaultKind::kDeviceLost:
+        lose_device(where);
+        detail += "the device is lost";
+        break;
+      default:
+        detail += "no effect at this operation";
+        break;
+    }
+    record_injection(injection, site, job.serial, std::move(detail));
+  }
+  return !job.final();
+}
+
+void Device::end_stage_with_fault(Job& job) {
+  Job::StageFault fault = std::move(*job.stage_fault);
+  job.stage_fault.reset();
+  const std::string message = job_label(job) + ": " + fault.message;
+  if (fault.watchdog) {
+    const TimePs ran = engine_.now() - job.compute_start_ps;
+    const std::string at = describe_segment(job.cost.segments, segment_at(job.cost.segments, ran));
+    for (uint32_t c = 0; c < chips_.size(); ++c) {
+      stop_chip(c, CALRT_CHIP_HUNG, "stopped by the job watchdog in " + at);
+    }
+  }
+  raise_device_fault(fault.code, fault.reset_level, fault.persistent, message);
+  finish(job, fault.state, fault.code, message);
+  pump();
+}
+
+Status Device::inject_kv(FaultPoint point, KvHandle* kv, const std::string& request) {
+  Status result;
+  const auto refuse = [&result](CalrtCode code, const std::string& message) {
+    if (result) {
+      result = fail(code, message);
+    }
+  };
+  for (const Injection& injection : inject(FaultSite::kKv, point, 0)) {
+    const FaultSpec& spec = *injection.spec;
+    std::string detail = request + ": ";
+    switch (injection.kind) {
+      case FaultKind::kEccCorrectable:
+        correct_ecc(spec.chip);
+        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
+        break;
+      case FaultKind::kEccUncorrectable: {
+        const std::optional<std::string> flipped =
+            kv != nullptr ? kv->store.flip_bit(spec.chip, injection.draw) : std::nullopt;
+        const std::string what = "uncorrectable ECC error on chip " + std::to_string(spec.chip) +
+                                 " during " + request +
+                                 (flipped ? " (" + *flipped + " flipped)" : " (no KV contents)");
+        count_uncorrected(spec.chip);
+        stop_chip(spec.chip, CALRT_CHIP_DEGRADED, what);
+        raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent, what);
+        refuse(CALRT_ECC_UNCORRECTABLE, request + " failed: " + what);
+        detail += what;
+        break;
+      }
+      case FaultKind::kDeviceLost:
+        lose_device(request);
+        refuse(CALRT_DEVICE_LOST, request + " failed: the device was lost");
+        detail += "the device is lost";
+        break;
+      case FaultKind::kFirmwareCrash: {
+        const std::string why = "the firmware crashed during " + request;
+        for (uint32_t c = 0; c < chips_.size(); ++c) {
+          stop_chip(c, CALRT_CHIP_HUNG, "firmware crashed during " + request);
+        }
+        raise_device_fault(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent, why);
+        fail_in_flight(CALRT_FIRMWARE_CRASH, why);
+        refuse(CALRT_FIRMWARE_CRASH, request + " failed: " + why);
+        detail += "the firmware crashed; every in-flight job failed";
+        break;
+      }
+      case FaultKind::kKvExhaustion:
+        refuse(CALRT_KV_EXHAUSTED, request +
+                                       ": the KV reservation has no room (fault plan: "
+                                       "kv_exhaustion, as if the reservation were full)");
+        detail += "refused as if the KV reservation were full";
+        break;
+      default:
+        detail += "no effect at this operation";
+        break;
+    }
+    record_injection(injection, FaultSite::kKv, 0, std::move(detail));
+  }
+  return result;
+}
+
+Device::UploadFaults Device::inject_upload(const CalbinImage& image) {
+  UploadFaults out;
+  const std::string where = "the parameter upload of calbin #" + std::to_string(image.serial);
+  const auto failure = [&out](CalrtCode code, uint32_t level, bool persistent,
+                              const std::string& message) {
+    if (!out.failure) {
+      out.failure = Fault{code, message};
+      out.failure_level = level;
+      out.failure_persistent = persistent;
+    }
+  };
+  for (const Injection& injection : inject(FaultSite::kConfigure, FaultPoint::kUpload, 0)) {
+    const FaultSpec& spec = *injection.spec;
+    std::string detail = where + ": ";
+    switch (injection.kind) {
+      case FaultKind::kDmaH2d:
+        failure(CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT, spec.persistent,
+                where + " failed: DMA error (fault plan: dma_h2d)");
+        detail += "the transfer fails with DMA_ERROR";
+        break;
+      case FaultKind::kJobHang:
+        out.hang = true;
+        out.hang_persistent = out.hang_persistent || spec.persistent;
+        detail += "the upload hangs";
+        break;
+      case FaultKind::kEccCorrectable:
+        correct_ecc(spec.chip);
+        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
+        break;
+      case FaultKind::kEccUncorrectable:
+        if (!out.failure) {
+          out.ecc_chip = spec.chip;
+          out.ecc_draw = injection.draw;
+        }
+        failure(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent,
+                where + " failed: uncorrectable ECC error in chip " + std::to_string(spec.chip) +
+                    "'s weights");
+        detail += "uncorrectable ECC error in chip " + std::to_string(spec.chip) + "'s weights";
+        break;
+      case FaultKind::kDeviceLost:
+        lose_device(where);
+        detail += "the device is lost";
+        break;
+      case FaultKind::kFirmwareCrash:
+        failure(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent,
+                where + " failed: the firmware crashed");
+        detail += "the firmware crashed";
+        break;
+      case FaultKind::kSlowCompletion:
+        out.slow_factor = times(out.slow_factor, fault_factor(spec));
+        detail += "the upload takes x" + std::to_string(fault_factor(spec)) + " longer";
+        break;
+      default:
+        detail += "no effect at this operation";
+        break;
+    }
+    record_injection(injection, FaultSite::kConfigure, 0, std::move(detail));
+  }
+  return out;
+}
+
+Status Device::fail_upload(CalbinImage& image, const UploadFaults& faults) {
+  std::string message = faults.failure->message;
+  if (faults.failure->code == CALRT_ECC_UNCORRECTABLE && faults.ecc_chip) {
+    const uint32_t chip = *faults.ecc_chip;
+    if (chip < image.weights.size()) {
+      message += " (" + flip_weight_bit(image.weights[chip], faults.ecc_draw) + " flipped)";
+    }
+    count_uncorrected(chip);
+    stop_chip(chip, CALRT_CHIP_DEGRADED, message);
+  } else if (faults.failure->code == CALRT_FIRMWARE_CRASH) {
+    for (uint32_t c = 0; c < chips_.size(); ++c) {
+      stop_chip(c, CALRT_CHIP_HUNG, message);
+    }
+  }
+  raise_device_fault(faults.failure->code, faults.failure_level, faults.failure_persistent,
+                     message);
+  return fail(faults.failure->code, message);
+}
 
 }  // namespace simdev

@@ -21,12 +21,17 @@ TimePs reset_duration_ps(CalrtResetLevel level) {
 }  // namespace
 
 Expected<ChipStatus> Device::chip_status(uint32_t chip) const {
+  if (auto allowed = require_allowed(DeviceCall::kDeviceChipStatus); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   if (chip >= config_.chips) {
     return fail(CALRT_OUT_OF_RANGE,
                 "chip " + std::to_string(chip) + " >= chip_count " + std::to_string(config_.chips));
   }
   ChipStatus s;
-  s.health = lost_ ? CALRT_CHIP_FAILED : (faulted_ ? CALRT_CHIP_HUNG : CALRT_CHIP_OK);
+  s.health = chip_health(chip);
+  s.ecc_corrected = chips_[chip].ecc_corrected;
+  s.ecc_uncorrected = chips_[chip].ecc_uncorrected;
   s.dram_total_bytes = config_.dram_usable_bytes();
   s.dram_used_bytes = used_by_other_calbins(ObjectId{}, chip);
   s.busy_ps = chip_busy_ps_[chip];
@@ -34,6 +39,9 @@ Expected<ChipStatus> Device::chip_status(uint32_t chip) const {
 }
 
 Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout_ns) {
+  if (auto allowed = require_allowed(DeviceCall::kDeviceReset); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   if (level < CALRT_RESET_JOB_ABORT || level > CALRT_RESET_FULL) {
     return fail(CALRT_INVALID_ARGUMENT, "reset level " + std::to_string(level) + " is unknown");
   }
@@ -51,15 +59,37 @@ Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout
   const TimePs limit = timeout_ps(timeout_ns);
   ++reset_count_;
   if (duration > limit) {
+    // Interrupted before its self-test: the same reset, given the time, is what clears it.
     engine_.advance_to(saturating_add(engine_.now(), limit));
-    faulted_ = true;
-    return fail(CALRT_DEVICE_HUNG, "reset level " + std::to_string(level) + " needs " +
-                                       std::to_string(ps_to_ns(duration)) + " ns > timeout " +
-                                       std::to_string(ps_to_ns(limit)) + " ns");
+    const std::string why = "reset level " + std::string(reset_level_name(level)) + " needs " +
+                            std::to_string(ps_to_ns(duration)) + " ns > timeout " +
+                            std::to_string(ps_to_ns(limit)) + " ns";
+    raise_device_fault(CALRT_DEVICE_HUNG, level, false, why);
+    return fail(CALRT_DEVICE_HUNG, why);
   }
   engine_.advance_to(saturating_add(engine_.now(), duration));
-  faulted_ = false;
+  self_test(level);
   return state();
+}
+
+void Device::self_test(CalrtResetLevel level) {
+  // Corrected ECC errors mark a chip DEGRADED until the next reset, passed or not.
+  for (ChipCondition& chip : chips_) {
+    chip.ecc_corrected_since_reset = 0;
+  }
+  if (stuck_ || static_cast<uint32_t>(level) < needs_reset_) {
+    faulted_ = true;  // a broken part, or a reset too weak for the fault: still FAULTED
+    return;
+  }
+  faulted_ = false;
+  needs_reset_ = 0;
+  fault_cause_.clear();
+  for (ChipCondition& chip : chips_) {
+    chip.health = CALRT_CHIP_OK;
+    chip.activity = "idle";
+    chip.stopped = false;
+    // Thermal throttling is physics, not state: it lasts until throttled_until_ps.
+  }
 }
 
 }  // namespace simdev

@@ -84,7 +84,7 @@ Expected<KvHandle*> Device::applied_kv(const Buffer& input, calbin::ModelType ty
 
 Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model_name,
                                       ObjectId input_id, ObjectId output_id) {
-  auto found = configured_model(calbin_id, model_name, "Job_Submit");
+  auto found = configured_model(calbin_id, model_name, DeviceCall::kJobSubmit);
   if (!found) {
     return tl::unexpected(found.error());
   }
@@ -179,11 +179,16 @@ void Device::start_stage(Stage stage, ObjectId job_id) {
   TimePs duration = 0;
   switch (stage) {
     case Stage::kH2d:
-      job.state = CALRT_JOB_RUNNING;
+      if (!set_job_state(job, CALRT_JOB_RUNNING)) {
+        return;  // counted; a job the table does not let start stays out of the pipeline
+      }
       job.start_ps = engine_.now();
       trace_.record({CALRT_TRACK_QUEUE, CALRT_TRACE_QUEUED, 0, -1, job.serial, job.submit_ps,
                      job.start_ps, 0, 0, "queued"});
       duration = job.cost.h2d_ps;
+      if (!inject_input_dma(job, duration)) {
+        return;
+      }
       break;
     case Stage::kCompute: {
       job.compute_start_ps = engine_.now();
@@ -192,7 +197,11 @@ void Device::start_stage(Stage stage, ObjectId job_id) {
         fail_job(job, began.error().code, began.error().message);
         return;
       }
-      duration = job.cost.compute_ps();
+      // The faults decide when the stage's event fires: at the end of the compute, at a
+      // failing D2D reduction, or at the job watchdog.
+      if (!inject_compute(job, duration)) {
+        return;
+      }
       break;
     }
     case Stage::kD2h:
@@ -201,6 +210,9 @@ void Device::start_stage(Stage stage, ObjectId job_id) {
         return;
       }
       duration = job.cost.d2h_ps;
+      if (!inject_output_dma(job, duration)) {
+        return;
+      }
       break;
   }
   auto key = engine_.after(duration, Band::kJobComplete,
@@ -224,6 +236,10 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
     return;
   }
   job->pending_event.reset();
+  if (job->stage_fault) {
+    end_stage_with_fault(*job);
+    return;
+  }
   const TimePs now = engine_.now();
   switch (stage) {
     case Stage::kH2d:
@@ -236,6 +252,7 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
     case Stage::kCompute:
       job->compute_end_ps = now;
       record_compute(*job);
+      chips_idle();
       job->stage = Stage::kD2h;
       stages_[static_cast<size_t>(Stage::kD2h)].waiting.push_back(job_id);
       break;
@@ -292,17 +309,17 @@ Status Device::find_reuse(const Job& job, ObjectId buffer_id, const TensorBytes&
 }
 
 void Device::fail_job(Job& job, CalrtCode code, const std::string& message) {
-  if (CALRT_CODE_FAULT_CLASS(code) == CALRT_FAULT_DEVICE) {
-    faulted_ = true;
-    ++error_count_;
-    last_error_ = code;
-  }
+  // Device-class failures that no injected fault explains (a broken invariant) need the
+  // strongest reset: nothing narrower is known to clear them.
+  raise_device_fault(code, CALRT_RESET_FULL, false, job_label(job) + ": " + message);
   finish(job, CALRT_JOB_FAILED, code, job_label(job) + ": " + message);
   pump();
 }
 
 void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string message) {
-  job.state = state;
+  if (!set_job_state(job, state)) {
+    return;  // e.g. finishing a final job again: counted, and nothing is released twice
+  }
   job.code = code;
   job.message = std::move(message);
   job.end_ps = engine_.now();
@@ -311,6 +328,10 @@ void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string m
     job.pending_event.reset();
   }
   const ObjectId id = job.id;
+  const auto& computing = stages_[static_cast<size_t>(Stage::kCompute)].busy;
+  if (computing && *computing == id) {
+    chips_idle();
+  }
   for (StageQueue& queue : stages_) {
     std::erase(queue.waiting, id);
     if (queue.busy && *queue.busy == id) {
@@ -339,6 +360,9 @@ void Device::release_job_resources(Job& job) {
 }
 
 Expected<WaitOutcome> Device::job_wait(ObjectId id, uint64_t timeout_ns, Sleeper* sleeper) {
+  if (auto allowed = require_allowed(DeviceCall::kJobWait); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_job(id);
   if (!found) {
     return tl::unexpected(found.error());
@@ -361,6 +385,9 @@ Expected<WaitOutcome> Device::job_wait(ObjectId id, uint64_t timeout_ns, Sleeper
     return tl::unexpected(found.error());
   }
   const Job* job = *found;
+  if (job->state == CALRT_JOB_TIMED_OUT) {
+    return fail(job->code, job->message);  // the watchdog ended it: DEVICE_HUNG, needs a reset
+  }
   if (job->state == CALRT_JOB_FAILED && CALRT_CODE_FAULT_CLASS(job->code) == CALRT_FAULT_DEVICE) {
     return fail(job->code, job->message);  // the job is FAILED; the device needs a reset
   }
@@ -368,6 +395,9 @@ Expected<WaitOutcome> Device::job_wait(ObjectId id, uint64_t timeout_ns, Sleeper
 }
 
 Expected<const Job*> Device::job(ObjectId id) const {
+  if (auto allowed = require_allowed(DeviceCall::kJobStatus); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_job(id);
   if (!found) {
     return tl::unexpected(found.error());
@@ -376,6 +406,13 @@ Expected<const Job*> Device::job(ObjectId id) const {
 }
 
 Status Device::job_cancel(ObjectId id) {
+  if (auto allowed = require_allowed(DeviceCall::kJobCancel); !allowed) {
+    return allowed;
+  }
+  return cancel_job(id);
+}
+
+Status Device::cancel_job(ObjectId id) {
   auto found = find_job(id);
   if (!found) {
     return tl::unexpected(found.error());
@@ -385,6 +422,12 @@ Status Device::job_cancel(ObjectId id) {
     return {};
   }
   finish(job, CALRT_JOB_CANCELLED, CALRT_CANCELLED, job_label(job) + " was cancelled");
+  if (job.latent_fault && job.stage_fault) {
+    // Cancelling does not unhang a chip or bring a link back: only a reset does.
+    raise_device_fault(job.stage_fault->code, job.stage_fault->reset_level,
+                       job.stage_fault->persistent,
+                       job_label(job) + " was cancelled, but " + job.stage_fault->message);
+  }
   pump();
   return {};
 }
@@ -403,7 +446,10 @@ void Device::cancel_all(const std::string& reason) {
 }
 
 Status Device::job_destroy(ObjectId id) {
-  if (auto cancelled = job_cancel(id); !cancelled) {
+  if (auto allowed = require_allowed(DeviceCall::kJobDestroy); !allowed) {
+    return allowed;
+  }
+  if (auto cancelled = cancel_job(id); !cancelled) {
     return cancelled;
   }
   tombstones_.bury(id, job_label(*jobs_.find(id)) + " was destroyed");

@@ -18,14 +18,14 @@ Status check_unused(const KvHandle& kv, std::string_view action) {
 }  // namespace
 
 Expected<ObjectId> Device::kv_allocate(ObjectId calbin_id, uint64_t capacity_tokens) {
+  if (auto allowed = require_allowed(DeviceCall::kKvAllocate); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_calbin(calbin_id);
   if (!found) {
     return tl::unexpected(found.error());
   }
   CalbinImage& image = **found;
-  if (auto usable = require_usable("Kv_Allocate"); !usable) {
-    return tl::unexpected(usable.error());
-  }
   if (!image.configured) {
     return fail(CALRT_NOT_CONFIGURED,
                 "calbin #" + std::to_string(image.serial) + " is not configured");
@@ -36,6 +36,13 @@ Expected<ObjectId> Device::kv_allocate(ObjectId calbin_id, uint64_t capacity_tok
   if (capacity_tokens > image.manifest.llm.context) {
     return fail(CALRT_OUT_OF_RANGE, "KV capacity_tokens = " + std::to_string(capacity_tokens) +
                                         " > context " + std::to_string(image.manifest.llm.context));
+  }
+  // A valid request reaches the device: the fault plan's `kv` site (FAULTS.md).
+  if (auto injected = inject_kv(FaultPoint::kKvAllocate, nullptr,
+                                "Kv_Allocate of " + std::to_string(capacity_tokens) +
+                                    " tokens in calbin #" + std::to_string(image.serial));
+      !injected) {
+    return tl::unexpected(injected.error());
   }
   const auto range = image.kv_allocator->allocate(capacity_tokens);
   if (!range) {
@@ -62,6 +69,9 @@ Expected<ObjectId> Device::kv_allocate(ObjectId calbin_id, uint64_t capacity_tok
 }
 
 Status Device::kv_apply(ObjectId kv_id, ObjectId input_id) {
+  if (auto allowed = require_allowed(DeviceCall::kKvApply); !allowed) {
+    return allowed;
+  }
   auto kv = find_kv(kv_id);
   if (!kv) {
     return tl::unexpected(kv.error());
@@ -87,6 +97,9 @@ Status Device::kv_apply(ObjectId kv_id, ObjectId input_id) {
 }
 
 Status Device::kv_free(ObjectId kv_id) {
+  if (auto allowed = require_allowed(DeviceCall::kKvFree); !allowed) {
+    return allowed;
+  }
   auto kv = find_kv(kv_id);
   if (!kv) {
     return tl::unexpected(kv.error());
@@ -103,6 +116,9 @@ Status Device::kv_free(ObjectId kv_id) {
 }
 
 Status Device::kv_clear(ObjectId kv_id) {
+  if (auto allowed = require_allowed(DeviceCall::kKvClear); !allowed) {
+    return allowed;
+  }
   auto kv = find_kv(kv_id);
   if (!kv) {
     return tl::unexpected(kv.error());
@@ -110,12 +126,19 @@ Status Device::kv_clear(ObjectId kv_id) {
   if (auto unused = check_unused(**kv, "clear"); !unused) {
     return unused;
   }
+  if (auto injected = inject_kv(FaultPoint::kKvClear, *kv, "Kv_Clear of " + kv_label(**kv));
+      !injected) {
+    return injected;  // the contents stay as they were (with the flipped bit, for ECC)
+  }
   (*kv)->store.clear();
   (*kv)->filled_tokens = 0;
   return {};
 }
 
 Expected<KvInfo> Device::kv_info(ObjectId kv_id) const {
+  if (auto allowed = require_allowed(DeviceCall::kKvInfo); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto kv = find_kv(kv_id);
   if (!kv) {
     return tl::unexpected(kv.error());
@@ -124,6 +147,9 @@ Expected<KvInfo> Device::kv_info(ObjectId kv_id) const {
 }
 
 Expected<KvCapacity> Device::kv_capacity(ObjectId calbin_id) const {
+  if (auto allowed = require_allowed(DeviceCall::kKvCapacity); !allowed) {
+    return tl::unexpected(allowed.error());
+  }
   auto found = find_calbin(calbin_id);
   if (!found) {
     return tl::unexpected(found.error());

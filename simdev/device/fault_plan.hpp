@@ -48,8 +48,9 @@ enum class FaultPoint : uint8_t {
   kKvClear,     // Kv_Clear
 };
 
-const char* to_string(FaultKind kind);  // "dma_h2d", ...
-const char* to_string(FaultSite site);  // "configure", ...
+const char* to_string(FaultKind kind);    // "dma_h2d", ...
+const char* to_string(FaultSite site);    // "configure", ...
+const char* to_string(FaultPoint point);  // "upload", "input DMA", ...
 std::optional<FaultKind> parse_fault_kind(std::string_view name);
 std::optional<FaultSite> parse_fault_site(std::string_view name);
 // Whether `kind` can happen at `point` (the table of FAULTS.md).
@@ -68,14 +69,25 @@ struct FaultSpec {
   uint32_t probability_ppm = 0;  // kProbability: parts per million, 1..1000000
   bool persistent = false;
   uint32_t chip = 0;
-  uint32_t factor = 0;    // 0: the kind's default
-  TimePs duration_ps = 0; // 0: the kind's default
+  uint32_t factor = 0;     // 0: the kind's default (parse_fault_plan fills it in)
+  TimePs duration_ps = 0;  // 0: the kind's default (parse_fault_plan fills it in)
   uint32_t segment = 1;
+
+  friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
+
+// The defaults FAULTS.md gives; fault_factor/fault_duration_ps resolve a spec's 0.
+inline constexpr uint32_t kDefaultThrottleFactor = 4;
+inline constexpr uint32_t kDefaultSlowFactor = 100;
+inline constexpr TimePs kDefaultThrottlePs = 10000 * kPsPerUs;
+uint32_t fault_factor(const FaultSpec& spec);
+TimePs fault_duration_ps(const FaultSpec& spec);
 
 struct FaultPlanSpec {
   uint64_t seed = 0;
   std::vector<FaultSpec> faults;
+
+  friend bool operator==(const FaultPlanSpec&, const FaultPlanSpec&) = default;
 };
 
 // Parses the YAML plan; errors are INVALID_ARGUMENT naming "faults[i].field" and the value.
@@ -112,6 +124,9 @@ class FaultInjector {
   explicit FaultInjector(FaultPlanSpec plan);
 
   // Every fault of the plan that fires at `op`, in plan order; counts the eligible ones.
+  // The plan's stream is drawn only for a probability fault that is still armed (one draw
+  // per eligible operation) and once per injection (Injection::draw), in plan order, so a
+  // plan on the same sequence of operations always draws the same numbers.
   std::vector<Injection> at(const FaultOperation& op);
 
   const FaultPlanSpec& plan() const { return plan_; }

@@ -1,6 +1,9 @@
 // One submitted execution of a model and its lifecycle on the device clock:
-// SUBMITTED -> RUNNING -> COMPLETED | FAILED, or CANCELLED from either of the first two.
-// While RUNNING it passes the pipeline stages input DMA, compute and output DMA.
+// SUBMITTED -> RUNNING | FAILED | CANCELLED; RUNNING -> COMPLETED | FAILED | CANCELLED |
+// TIMED_OUT (the job watchdog ended it); the last four are final. The table is
+// job_transition_allowed() (state_machine.hpp, STATE_MACHINE.md); the device refuses and
+// counts any other move. While RUNNING a job passes the pipeline stages input DMA, compute
+// and output DMA.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include "simdev/device/cost_model.hpp"
 #include "simdev/device/event_queue.hpp"
 #include "simdev/device/handle_table.hpp"
+#include "simdev/device/state_machine.hpp"
 
 namespace simdev {
 
@@ -51,10 +55,22 @@ struct Job {
   TimePs end_ps = 0;
   std::optional<EventKey> pending_event;  // its arrival or stage-completion event
 
-  bool final() const {
-    return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
-           state == CALRT_JOB_CANCELLED;
-  }
+  // An injected fault or the job watchdog decided at the start of the current stage that
+  // the stage's event ends the job like this instead of completing it (device_faults.cpp).
+  struct StageFault {
+    CalrtJobState state = CALRT_JOB_FAILED;
+    CalrtCode code = CALRT_INTERNAL;
+    uint32_t reset_level = CALRT_RESET_JOB_ABORT;
+    bool persistent = false;
+    bool watchdog = false;  // the watchdog stopped a compute that was still running
+    std::string message;
+  };
+  std::optional<StageFault> stage_fault;
+  // A hang or a D2D link failure was injected into its compute: the part stays broken when
+  // the job is cancelled, so cancelling it leaves the device FAULTED.
+  bool latent_fault = false;
+
+  bool final() const { return job_state_final(state); }
 };
 
 }  // namespace simdev

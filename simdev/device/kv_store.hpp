@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "simdev/device/model_dims.hpp"
@@ -31,7 +33,14 @@ class KvStore {
   // Drops all contents: every slot reads as zero again.
   void clear();
 
+  // An uncorrectable ECC error (FAULTS.md): flips one bit of chip `chip`'s stored keys or
+  // values, chosen by `draw` among the backed slots. Returns where ("layer 1 values element
+  // 37 bit 5"), or nullopt when the chip holds no KV contents to flip.
+  std::optional<std::string> flip_bit(size_t chip, uint64_t draw);
+
   ChipKv& chip(size_t index) { return chips_[index]; }
+  const ChipKv& chip(size_t index) const { return chips_[index]; }
+  size_t chip_count() const { return chips_.size(); }  // 0 for a timing-only calbin's KV
   size_t backed_slots() const { return chips_.empty() ? 0 : chips_[0].slots; }
 
  private:

@@ -21,7 +21,7 @@ struct CallRow {
 // LOST serves Status, ChipStatus and the simulator's own records of what happened (Diag,
 // the trace, the fault counters), and lets the host release its handles and mappings.
 constexpr std::array<CallRow, kDeviceCallCount> kCallTable = {{
-    //                                                       OPEN CONF RUN FLT RST LOST
+    // Verdicts by column: OPEN, CONFIGURED, RUNNING, FAULTED, RESETTING, LOST.
     {DeviceCall::kDeviceStatus, "Device_Status", {A, A, A, A, A, A}},
     {DeviceCall::kDeviceChipStatus, "Device_ChipStatus", {A, A, A, A, A, A}},
     {DeviceCall::kDeviceReset, "Device_Reset", {A, A, A, A, W, L}},
@@ -183,6 +183,15 @@ bool job_transition_allowed(CalrtJobState from, CalrtJobState to) {
   const size_t f = job_index(from);
   const size_t t = job_index(to);
   return f < kJobStates.size() && t < kJobStates.size() && kJobTransitions[f][t];
+}
+
+bool move_job_state(CalrtJobState& state, CalrtJobState to, uint64_t& violations) {
+  if (!job_transition_allowed(state, to)) {
+    ++violations;
+    return false;
+  }
+  state = to;
+  return true;
 }
 
 }  // namespace simdev

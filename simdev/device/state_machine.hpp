@@ -90,5 +90,8 @@ const char* job_state_name(CalrtJobState state);
 bool job_state_final(CalrtJobState state);
 // Whether a job in `from` may move to `to`; a final state moves nowhere.
 bool job_transition_allowed(CalrtJobState from, CalrtJobState to);
+// Moves `state` to `to` when the table allows it; otherwise leaves `state` as it is, adds one
+// to `violations` and returns false. A device bug thus shows up as a count, not a crash.
+bool move_job_state(CalrtJobState& state, CalrtJobState to, uint64_t& violations);
 
 }  // namespace simdev

@@ -7,8 +7,20 @@ namespace {
 
 using namespace simdev::runtime;
 
+constexpr CalrtDiagExtension kDiagExtension = {
+    {sizeof(CalrtDiagExtension), CALRT_EXT_DIAG, nullptr},
+    &diag_report,
+    &diag_state_hash,
+};
+
+constexpr CalrtFaultExtension kFaultExtension = {
+    {sizeof(CalrtFaultExtension), CALRT_EXT_FAULT, &kDiagExtension.base},
+    &fault_set_plan,
+    &fault_get_hits,
+};
+
 constexpr CalrtTraceExtension kTraceExtension = {
-    {sizeof(CalrtTraceExtension), CALRT_EXT_TRACE, nullptr},
+    {sizeof(CalrtTraceExtension), CALRT_EXT_TRACE, &kFaultExtension.base},
     &trace_enable,
     &trace_read,
 };

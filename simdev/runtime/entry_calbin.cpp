@@ -9,12 +9,12 @@
 namespace simdev::runtime {
 namespace {
 
-// Runs fn(Device&, const CalbinImage&) for a calbin handle.
+// Runs fn(Device&, const CalbinImage&) for a calbin handle, when the device allows `call`.
 template <class Fn>
-Status with_calbin(CalrtCalbin* handle, Fn&& fn) {
+Status with_calbin(CalrtCalbin* handle, DeviceCall call, Fn&& fn) {
   return with_handle(handle, HandleKind::kCalbin, "calbin",
                      [&](Device& device, ObjectId id, uint32_t) -> Status {
-                       auto image = device.calbin(id);
+                       auto image = device.calbin(id, call);
                        if (!image) {
                          return tl::unexpected(image.error());
                        }
@@ -108,61 +108,66 @@ CalrtError* calbin_destroy(Calrt_Calbin_Destroy_Args* args) {
 
 CalrtError* calbin_get_info(Calrt_Calbin_GetInfo_Args* args) {
   return guarded(args, CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE, "Calrt_Calbin_GetInfo_Args", [&] {
-    return with_calbin(args->calbin, [&](Device&, const CalbinImage& image) -> Status {
-      fill_info(args, image);
-      return {};
-    });
+    return with_calbin(args->calbin, DeviceCall::kCalbinGetInfo,
+                       [&](Device&, const CalbinImage& image) -> Status {
+                         fill_info(args, image);
+                         return {};
+                       });
   });
 }
 
 CalrtError* calbin_get_model(Calrt_Calbin_GetModel_Args* args) {
   return guarded(args, CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE, "Calrt_Calbin_GetModel_Args", [&] {
-    return with_calbin(args->calbin, [&](Device&, const CalbinImage& image) -> Status {
-      const auto& models = image.manifest.models;
-      if (args->model_index >= models.size()) {
-        return fail(CALRT_OUT_OF_RANGE, "model index " + std::to_string(args->model_index) +
-                                            " >= model count " + std::to_string(models.size()));
-      }
-      const calbin::Model& model = models[args->model_index];
-      args->name = model.name.c_str();
-      args->type = to_abi(model.type);
-      args->input_count = static_cast<uint32_t>(model.inputs.size());
-      args->output_count = static_cast<uint32_t>(model.outputs.size());
-      args->csr_count = static_cast<uint32_t>(model.csrs.size());
-      return {};
-    });
+    return with_calbin(args->calbin, DeviceCall::kCalbinGetModel,
+                       [&](Device&, const CalbinImage& image) -> Status {
+                         const auto& models = image.manifest.models;
+                         if (args->model_index >= models.size()) {
+                           return fail(CALRT_OUT_OF_RANGE,
+                                       "model index " + std::to_string(args->model_index) +
+                                           " >= model count " + std::to_string(models.size()));
+                         }
+                         const calbin::Model& model = models[args->model_index];
+                         args->name = model.name.c_str();
+                         args->type = to_abi(model.type);
+                         args->input_count = static_cast<uint32_t>(model.inputs.size());
+                         args->output_count = static_cast<uint32_t>(model.outputs.size());
+                         args->csr_count = static_cast<uint32_t>(model.csrs.size());
+                         return {};
+                       });
   });
 }
 
 CalrtError* calbin_get_tensor(Calrt_Calbin_GetTensor_Args* args) {
   return guarded(args, CALRT_CALBIN_GETTENSOR_ARGS_STRUCT_SIZE, "Calrt_Calbin_GetTensor_Args", [&] {
-    return with_calbin(args->calbin, [&](Device&, const CalbinImage& image) -> Status {
-      auto model = model_by_name(image, args->model_name);
-      if (!model) {
-        return tl::unexpected(model.error());
-      }
-      return fill_tensor(args, **model);
-    });
+    return with_calbin(args->calbin, DeviceCall::kCalbinGetTensor,
+                       [&](Device&, const CalbinImage& image) -> Status {
+                         auto model = model_by_name(image, args->model_name);
+                         if (!model) {
+                           return tl::unexpected(model.error());
+                         }
+                         return fill_tensor(args, **model);
+                       });
   });
 }
 
 CalrtError* calbin_get_csr(Calrt_Calbin_GetCsr_Args* args) {
   return guarded(args, CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE, "Calrt_Calbin_GetCsr_Args", [&] {
-    return with_calbin(args->calbin, [&](Device&, const CalbinImage& image) -> Status {
-      auto model = model_by_name(image, args->model_name);
-      if (!model) {
-        return tl::unexpected(model.error());
-      }
-      const auto& csrs = (*model)->csrs;
-      if (args->index >= csrs.size()) {
-        return fail(CALRT_OUT_OF_RANGE, "model \"" + (*model)->name + "\": CSR index " +
-                                            std::to_string(args->index) + " >= CSR count " +
-                                            std::to_string(csrs.size()));
-      }
-      args->name = csrs[args->index].name.c_str();
-      args->address = csrs[args->index].address;
-      return {};
-    });
+    return with_calbin(
+        args->calbin, DeviceCall::kCalbinGetCsr, [&](Device&, const CalbinImage& image) -> Status {
+          auto model = model_by_name(image, args->model_name);
+          if (!model) {
+            return tl::unexpected(model.error());
+          }
+          const auto& csrs = (*model)->csrs;
+          if (args->index >= csrs.size()) {
+            return fail(CALRT_OUT_OF_RANGE, "model \"" + (*model)->name + "\": CSR index " +
+                                                std::to_string(args->index) + " >= CSR count " +
+                                                std::to_string(csrs.size()));
+          }
+          args->name = csrs[args->index].name.c_str();
+          args->address = csrs[args->index].address;
+          return {};
+        });
   });
 }
 

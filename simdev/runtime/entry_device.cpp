@@ -105,8 +105,8 @@ CalrtError* device_chip_status(Calrt_Device_ChipStatus_Args* args) {
                                         args->health = s->health;
                                         args->dram_total_bytes = s->dram_total_bytes;
                                         args->dram_used_bytes = s->dram_used_bytes;
-                                        args->ecc_corrected = 0;
-                                        args->ecc_uncorrected = 0;
+                                        args->ecc_corrected = s->ecc_corrected;
+                                        args->ecc_uncorrected = s->ecc_uncorrected;
                                         args->busy_time_ns = ps_to_ns(s->busy_ps);
                                         return {};
                                       });

@@ -1,4 +1,6 @@
 // Entry points of the simulator's ABI extensions (abi/calrt_ext.h): its clock and its trace.
+// The device's clock and trace accessors serve the device itself too, so the state machine's
+// check for these calls is made here (the device checks Clock_HostSpend itself).
 #include <cstring>
 
 #include "simdev/runtime/device_access.hpp"
@@ -11,6 +13,10 @@ CalrtError* clock_get(Calrt_Clock_Get_Args* args) {
   return guarded(args, CALRT_CLOCK_GET_ARGS_STRUCT_SIZE, "Calrt_Clock_Get_Args", [&] {
     return with_handle(args->device, HandleKind::kDevice, "device",
                        [&](Device& device, ObjectId, uint32_t) -> Status {
+                         if (auto allowed = device.require_allowed(DeviceCall::kClockGet);
+                             !allowed) {
+                           return allowed;
+                         }
                          args->mode = device.paced() ? CALRT_CLOCK_PACED : CALRT_CLOCK_VIRTUAL;
                          args->device_time_ns = ps_to_ns(device.now());
                          return {};
@@ -31,6 +37,10 @@ CalrtError* trace_enable(Calrt_Trace_Enable_Args* args) {
   return guarded(args, CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE, "Calrt_Trace_Enable_Args", [&] {
     return with_handle(args->device, HandleKind::kDevice, "device",
                        [&](Device& device, ObjectId, uint32_t) -> Status {
+                         if (auto allowed = device.require_allowed(DeviceCall::kTraceEnable);
+                             !allowed) {
+                           return allowed;
+                         }
                          if (args->enable == 0) {
                            device.trace_stop();
                            return {};
@@ -46,6 +56,9 @@ CalrtError* trace_read(Calrt_Trace_Read_Args* args) {
         args->device, HandleKind::kDevice, "device",
         [&](Device& device, ObjectId, uint32_t) -> Status {
           args->count = 0;
+          if (auto allowed = device.require_allowed(DeviceCall::kTraceRead); !allowed) {
+            return allowed;
+          }
           if (args->capacity > 0 && args->events == nullptr) {
             return fail(CALRT_INVALID_ARGUMENT, "Trace_Read: events is NULL with capacity " +
                                                     std::to_string(args->capacity));

@@ -50,5 +50,9 @@ CalrtError* clock_get(Calrt_Clock_Get_Args* args);
 CalrtError* clock_host_spend(Calrt_Clock_HostSpend_Args* args);
 CalrtError* trace_enable(Calrt_Trace_Enable_Args* args);
 CalrtError* trace_read(Calrt_Trace_Read_Args* args);
+CalrtError* fault_set_plan(Calrt_Fault_SetPlan_Args* args);
+CalrtError* fault_get_hits(Calrt_Fault_GetHits_Args* args);
+CalrtError* diag_report(Calrt_Diag_Report_Args* args);
+CalrtError* diag_state_hash(Calrt_Diag_StateHash_Args* args);
 
 }  // namespace simdev::runtime

@@ -75,6 +75,8 @@ TEST(DeviceConfig, TableDefaultsAreTheStructDefaults) {
   // The names other device code reads.
   EXPECT_EQ(built_in.chips, 2u);
   EXPECT_EQ(built_in.default_timeout_ms, 30000u);
+  EXPECT_EQ(built_in.job_watchdog_ms, 10000u);
+  EXPECT_TRUE(parse_device_config("job_watchdog_ms=17179869184"));  // 2^34 ms: the bound
   EXPECT_EQ(built_in.submit_overhead_ns, 20000u);
   EXPECT_EQ(built_in.pcie_latency_ns, 2000u);
   EXPECT_EQ(built_in.seed, 1u);
@@ -127,7 +129,9 @@ TEST(DeviceConfig, BadValuesAreRejectedNamingKeyAndValue) {
        {"seed=abc", "seed=", "seed", "dram_mib=-1", "chips=9", "chips=0", "dram_mib=12x",
         "pcie_gen=6", "pcie_gen=2", "pcie_lanes=12", "pcie_lanes=32", "clock=fast",
         "compute_efficiency_pct=0", "compute_efficiency_pct=101", "seed=1;seed=2",
-        "seed=99999999999999999999", "dram_mib=0x10", "config=", "config"}) {
+        "seed=99999999999999999999", "dram_mib=0x10", "config=", "config",
+        // 0 would end every job at once; above 2^34 ms the watchdog overflows picoseconds.
+        "job_watchdog_ms=0", "job_watchdog_ms=17179869185"}) {
     auto config = parse_device_config(text);
     ASSERT_FALSE(config) << text;
     EXPECT_EQ(config.error().code, CALRT_INVALID_ARGUMENT) << text;

@@ -1,0 +1,27 @@
+// Options of `calrt scenario` (scenarios/README.md): scenario files, campaigns of random
+// fault plans, and exhaustive sweeps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace runner {
+
+struct ScenarioOptions {
+  std::vector<std::string> files;
+  std::optional<uint64_t> seed;      // overrides each file's seed; a campaign's first seed
+  std::optional<uint32_t> campaign;  // N random plans over the built-in workload
+  bool sweep = false;                // sweep every file, sweep section or not
+  std::string policy_bug = "none";   // TEST ONLY (scenarios/README.md, negative controls)
+  std::string calbin_dir = ".calrt/calbins";
+  std::string device = "sim";
+  std::string json;
+  bool coverage = false;
+};
+
+// Runs the command; returns the process exit code (exit_codes.hpp). Never throws.
+int run_scenario(const ScenarioOptions& options);
+
+}  // namespace runner
