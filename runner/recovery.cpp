@@ -17,7 +17,7 @@ std::optional<nlohmann::json> Recovery::hang_report() {
     }
     return parsed;
   } catch (const calrt::Error& error) {
-    events_.push_back(fmt::format("hang report refused: {}", error.what()));
+    event_(fmt::format("hang report refused: {}", error.what()));
     return std::nullopt;
   }
 }
@@ -58,7 +58,7 @@ LadderResult Recovery::climb(const std::function<void(calrt::ResetLevel)>& on_re
       reset(level);
     } catch (const calrt::Error& error) {
       on_reset(level);
-      events_.push_back(fmt::format("reset {}: {}", to_string(level), error.what()));
+      event_(fmt::format("reset {}: {}", to_string(level), error.what()));
       if (error.code() == CALRT_DEVICE_LOST) {
         result.lost = true;
         return result;
@@ -71,13 +71,13 @@ LadderResult Recovery::climb(const std::function<void(calrt::ResetLevel)>& on_re
     }
     on_reset(level);
     if (bug_ == PolicyBug::single_level) {
-      events_.push_back(fmt::format("reset {}: assumed to have worked", to_string(level)));
+      event_(fmt::format("reset {}: assumed to have worked", to_string(level)));
       result.level = level;
       return result;
     }
     const SelfTest test = self_test();
-    events_.push_back(fmt::format("reset {}: self-test {} ({})", to_string(level),
-                                  test.passed ? "passed" : "failed", test.detail));
+    event_(fmt::format("reset {}: self-test {} ({})", to_string(level),
+                       test.passed ? "passed" : "failed", test.detail));
     if (test.lost) {
       result.lost = true;
       return result;

@@ -9,7 +9,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,8 +35,10 @@ struct LadderResult {
 
 class Recovery {
  public:
-  Recovery(calrt::Device& device, CallMeter& meter, PolicyBug bug, std::vector<std::string>& events)
-      : device_(device), meter_(meter), bug_(bug), events_(events) {}
+  // Where the recovery says what it did (the run's events).
+  using EventSink = std::function<void(std::string)>;
+  Recovery(calrt::Device& device, CallMeter& meter, PolicyBug bug, EventSink events)
+      : device_(device), meter_(meter), bug_(bug), event_(std::move(events)) {}
 
   // The hang report, parsed (a report that is not JSON is kept as {"text": ...}); none
   // without the diag extension or when the runtime refuses it.
@@ -60,7 +61,7 @@ class Recovery {
   calrt::Device& device_;
   CallMeter& meter_;
   PolicyBug bug_;
-  std::vector<std::string>& events_;
+  EventSink event_;
   uint64_t resets_ = 0;
 };
 

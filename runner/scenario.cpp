@@ -143,10 +143,9 @@ class Command {
 
   void probe_offered_faults() {
     try {
-      offered_ = context_.offered_faults();
-      DeviceSpec probe = context_.device;
-      probe.config = "seed=1";
-      chips_ = open_device(context_.api, probe, std::chrono::seconds(30)).status().chip_count;
+      const ScenarioContext::Offer offer = context_.offered_faults();
+      offered_ = offer.faults;
+      chips_ = offer.chips;
     } catch (const calrt::Error& error) {
       throw BadInput(std::string("cannot open a device to ask which faults it offers: ") +
                      error.what());
@@ -165,6 +164,7 @@ class Command {
     result.kind = "scenario";
     result.name = scenario.name;
     result.file = scenario.file;
+    result.description = scenario.description;
     result.seed = seed_of(scenario);
     result.bug = context_.bug;
     result.expect = scenario.expect;
@@ -194,8 +194,9 @@ class Command {
                   static_cast<unsigned long long>(o_.seed.value_or(1)),
                   describe(context_.device).c_str(), bug.c_str());
     } else {
-      std::printf("calrt scenario: %zu scenario files on %s%s\n", scenarios_.size(),
-                  describe(context_.device).c_str(), bug.c_str());
+      std::printf("calrt scenario: %zu scenario file%s on %s%s\n", scenarios_.size(),
+                  scenarios_.size() == 1 ? "" : "s", describe(context_.device).c_str(),
+                  bug.c_str());
     }
     std::fflush(stdout);
   }

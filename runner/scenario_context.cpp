@@ -29,12 +29,16 @@ RunRecord ScenarioContext::run(const Scenario& scenario, uint64_t seed,
   return record;
 }
 
-std::vector<calrt::FaultHit> ScenarioContext::offered_faults() {
+ScenarioContext::Offer ScenarioContext::offered_faults() {
   DeviceSpec probe = device;
   probe.config = "seed=1";
   const calrt::Device dev = open_device(api, probe, kProbeTimeout);
-  const auto faults = calrt::DeviceFaults::of(dev);
-  return faults ? faults.hits() : std::vector<calrt::FaultHit>{};
+  Offer offer;
+  offer.chips = dev.status().chip_count;
+  if (const auto faults = calrt::DeviceFaults::of(dev)) {
+    offer.faults = faults.hits();
+  }
+  return offer;
 }
 
 std::string ScenarioContext::check_device_and_plan(const Scenario& scenario, uint64_t seed,

@@ -30,9 +30,13 @@ struct ScenarioContext {
   // coverage.
   RunRecord run(const Scenario& scenario, uint64_t seed, const std::vector<FaultEntry>& faults);
 
-  // The (kind, site) pairs the runtime can inject at (counts 0); empty without the fault
-  // extension. Throws calrt::Error when no device opens.
-  std::vector<calrt::FaultHit> offered_faults();
+  // The (kind, site) pairs the runtime can inject at (counts 0), empty without the fault
+  // extension, and how many chips a device has. Throws calrt::Error when no device opens.
+  struct Offer {
+    std::vector<calrt::FaultHit> faults;
+    uint32_t chips = 0;
+  };
+  Offer offered_faults();
 
   // Empty when a device opens with the scenario's options and accepts the plan; otherwise
   // the error, naming the file and the field (bad input).

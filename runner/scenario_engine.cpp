@@ -134,6 +134,7 @@ class Engine {
   }
   Seq& sequence(const std::string& name);
   void drop_kv(Seq& seq);
+  void drop_buffers();
   void fail_sequence(Seq* seq, const std::string& why, bool mismatch);
   void event(std::string text);
 
@@ -173,7 +174,8 @@ bool Engine::open() {
     return false;
   }
   meter_.emplace(s_.device);
-  recovery_.emplace(s_.device, *meter_, spec_.bug, rec_.events);
+  recovery_.emplace(s_.device, *meter_, spec_.bug,
+                    [this](std::string text) { event(std::move(text)); });
   const auto faults = calrt::DeviceFaults::of(s_.device);
   if (faults) {
     try {
@@ -569,10 +571,7 @@ void Engine::unload_model() {
   for (Seq& seq : seqs_) {
     drop_kv(seq);
   }
-  for (ModelIo* io : {&s_.prefill, &s_.decode}) {
-    io->input = calrt::Buffer();
-    io->output = calrt::Buffer();
-  }
+  drop_buffers();
   s_.calbin = calrt::Calbin();
   s_.models_ok = false;
   s_.configured = false;
@@ -598,10 +597,7 @@ Problem Engine::load_model() {
     s_.configured = true;
   }
   if (!s_.buffers_ok) {
-    for (ModelIo* io : {&s_.prefill, &s_.decode}) {
-      io->input = calrt::Buffer();
-      io->output = calrt::Buffer();
-    }
+    drop_buffers();
     StepResult setup;
     meter_->timed("Buffer_Create", [&] { create_model_buffers(s_, setup); });
     if (!setup.passed()) {
@@ -753,6 +749,14 @@ void Engine::drop_kv(Seq& seq) {
   seq.kv_epoch = kNoEpoch;
 }
 
+// Destroying a buffer the device already dropped fails harmlessly; nothing to report.
+void Engine::drop_buffers() {
+  for (ModelIo* io : {&s_.prefill, &s_.decode}) {
+    io->input = calrt::Buffer();
+    io->output = calrt::Buffer();
+  }
+}
+
 void Engine::fail_sequence(Seq* seq, const std::string& why, bool mismatch) {
   if (seq == nullptr) {
     request_failed_ = true;
@@ -860,10 +864,7 @@ void Engine::teardown() {
   for (Seq& seq : seqs_) {
     drop_kv(seq);
   }
-  for (ModelIo* io : {&s_.prefill, &s_.decode}) {
-    io->input = calrt::Buffer();
-    io->output = calrt::Buffer();
-  }
+  drop_buffers();
   s_.calbin = calrt::Calbin();
 }
 

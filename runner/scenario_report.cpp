@@ -169,6 +169,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"kind", r.kind},
       {"name", r.name},
       {"file", r.file},
+      {"description", r.description},
       {"seed", r.seed},
       {"policy_bug", to_string(r.bug)},
       {"result", r.passed() ? "PASS" : "FAIL"},

@@ -22,6 +22,7 @@ struct RunResult {
   std::string kind;  // "scenario" or "plan"
   std::string name;
   std::string file;  // as given; empty for campaign plans
+  std::string description;
   uint64_t seed = 0;
   PolicyBug bug = PolicyBug::none;
   std::optional<Expect> expect;

@@ -157,6 +157,15 @@ TEST_F(ScenarioLibraryRun, CoversEveryDocumentedKindAndSite) {
   for (const char* site : {"configure", "prefill", "decode", "kv"}) {
     EXPECT_GT(by_site[site], 0u) << "no scenario injected a fault at site " << site;
   }
+  // Stronger: every kind at every one of those sites where the runtime says it can happen
+  // (kv_update is left out: the tiny calbin has no kv_update model).
+  for (const nlohmann::json& row : report["coverage"]) {
+    const std::string site = row.at("site").get<std::string>();
+    if (site == "configure" || site == "prefill" || site == "decode" || site == "kv") {
+      EXPECT_GT(row.at("count").get<uint64_t>(), 0u)
+          << "no scenario injected " << row.at("kind").get<std::string>() << " at " << site;
+    }
+  }
   EXPECT_NE(run.out.find("coverage:"), std::string::npos) << run.out;
 }
 
@@ -213,7 +222,24 @@ TEST_P(ScenarioNegativeControl, IsCaught) {
   ASSERT_EQ(report["scenarios"].size(), 1u) << report.dump();
   EXPECT_EQ(report["scenarios"][0]["result"], "FAIL");
   EXPECT_EQ(report["scenarios"][0]["policy_bug"], control.bug);
-  EXPECT_FALSE(report["scenarios"][0]["mismatches"].empty());
+  const nlohmann::json& buggy = report["scenarios"][0]["mismatches"];
+  EXPECT_FALSE(buggy.empty());
+
+  // The bug itself must be what fails it: some mismatch of the buggy run is not one the run
+  // without the bug has (a scenario that fails anyway would make the control vacuous).
+  const fs::path clean_json = dir_ / "clean.json";
+  const CalrtOutput clean = run_calrt_split(
+      "scenario " + quoted(control.file) + calbin_dir_option() + " --json " + quoted(clean_json),
+      dir_);
+  ASSERT_TRUE(clean.exit_code == 0 || clean.exit_code == 1) << clean.out << clean.err;
+  const nlohmann::json clean_mismatches = read_json(clean_json)["scenarios"][0]["mismatches"];
+  const bool caught_by_the_bug =
+      std::any_of(buggy.begin(), buggy.end(), [&](const nlohmann::json& mismatch) {
+        return std::find(clean_mismatches.begin(), clean_mismatches.end(), mismatch) ==
+               clean_mismatches.end();
+      });
+  EXPECT_TRUE(caught_by_the_bug) << "with " << control.bug << " the run fails only as it does "
+                                 << "without it: " << buggy.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Library, ScenarioNegativeControl,
