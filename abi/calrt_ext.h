@@ -247,8 +247,7 @@ typedef struct Calrt_Diag_StateHash_Args {
   CalrtDevice* device;
   uint64_t hash; /* out */
 } Calrt_Diag_StateHash_Args;
-#define CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE \
-  CALRT_STRUCT_SIZE(Calrt_Diag_StateHash_Args, hash)
+#define CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Diag_StateHash_Args, hash)
 typedef CalrtError* Calrt_Diag_StateHash(Calrt_Diag_StateHash_Args* args);
 
 typedef struct CalrtDiagExtension {

@@ -29,9 +29,11 @@ inline constexpr size_t kStructSize<Calrt_Trace_Enable_Args> = CALRT_TRACE_ENABL
 template <>
 inline constexpr size_t kStructSize<Calrt_Trace_Read_Args> = CALRT_TRACE_READ_ARGS_STRUCT_SIZE;
 template <>
-inline constexpr size_t kStructSize<Calrt_Fault_SetPlan_Args> = CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE;
+inline constexpr size_t kStructSize<Calrt_Fault_SetPlan_Args> =
+    CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE;
 template <>
-inline constexpr size_t kStructSize<Calrt_Fault_GetHits_Args> = CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE;
+inline constexpr size_t kStructSize<Calrt_Fault_GetHits_Args> =
+    CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE;
 template <>
 inline constexpr size_t kStructSize<Calrt_Diag_Report_Args> = CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE;
 template <>
@@ -269,8 +271,8 @@ class DeviceFaults {
       if (args.count <= raw.size()) {
         std::vector<FaultHit> out;
         for (size_t i = 0; i < args.count; ++i) {
-          out.push_back({detail::string_or_empty(raw[i].kind),
-                         detail::string_or_empty(raw[i].site), raw[i].count});
+          out.push_back({detail::string_or_empty(raw[i].kind), detail::string_or_empty(raw[i].site),
+                         raw[i].count});
         }
         return out;
       }

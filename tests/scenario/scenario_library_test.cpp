@@ -132,6 +132,33 @@ TEST_F(ScenarioLibraryRun, IsDeterministic) {
   }
 }
 
+// The library through the simulator's shared library (the loader path a vendor runtime
+// takes) ends exactly as in process: same results, same device state hashes. The fault and
+// diag extensions cross the library boundary like the rest of the ABI.
+TEST_F(ScenarioLibraryRun, SharedLibraryEndsAsInProcess) {
+  const std::string files = joined_paths(library_files());
+  const fs::path in_process = dir_ / "in-process.json";
+  const fs::path library = dir_ / "library.json";
+  const CalrtOutput a = run_calrt_split(
+      "scenario" + files + calbin_dir_option() + " --json " + quoted(in_process), dir_);
+  const CalrtOutput b = run_calrt_split("scenario" + files + calbin_dir_option() + " --device " +
+                                            quoted(CALRT_SIM_SO) + " --json " + quoted(library),
+                                        dir_);
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  const nlohmann::json first = read_json(in_process);
+  const nlohmann::json second = read_json(library);
+  ASSERT_EQ(first["scenarios"].size(), second["scenarios"].size());
+  for (size_t i = 0; i < first["scenarios"].size(); ++i) {
+    const nlohmann::json& one = first["scenarios"][i];
+    const nlohmann::json& two = second["scenarios"][i];
+    SCOPED_TRACE(one.value("name", "?"));
+    EXPECT_EQ(one["result"], two["result"]);
+    EXPECT_EQ(one["actual"], two["actual"]);
+    EXPECT_EQ(one["state_hash"], two["state_hash"]);
+  }
+}
+
 // From the library's JSON report: every kind FAULTS.md documents was injected at least once,
 // and every site a scenario can drive (configure, prefill, decode, kv) was hit.
 TEST_F(ScenarioLibraryRun, CoversEveryDocumentedKindAndSite) {
