@@ -10,6 +10,7 @@
 #include "runner/bench.hpp"
 #include "runner/bench_cli.hpp"
 #include "runner/check.hpp"
+#include "runner/conformance_cli.hpp"
 #include "runner/exit_codes.hpp"
 #include "runner/info.hpp"
 #include "runner/inspect.hpp"
@@ -274,6 +275,14 @@ int main(int argc, char** argv) {
       "and exhaustive sweeps, under the runner's recovery policy");
   add_scenario(*scenario, scenario_options, scenario_flags);
 
+  runner::ConformanceCommandOptions conformance_options;
+  CLI::App* conformance = app.add_subcommand(
+      "conformance", "the runtime ABI conformance suite (abi/CONFORMANCE.md), clause by clause");
+  add_device_options(*conformance,
+                     {&conformance_options.device, &conformance_options.device_kind,
+                      &conformance_options.device_index, &conformance_options.device_config});
+  runner::add_conformance_options(*conformance, conformance_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -303,6 +312,9 @@ int main(int argc, char** argv) {
       scenario_options.campaign = scenario_flags.campaign;
     }
     return runner::run_scenario(scenario_options);
+  }
+  if (conformance->parsed()) {
+    return runner::run_conformance_command(conformance_options);
   }
   if (check->parsed()) {
     if (check_options.calbin.empty() && !check_options.list) {

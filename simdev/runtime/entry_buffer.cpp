@@ -12,7 +12,13 @@ CalrtError* buffer_create(Calrt_Buffer_Create_Args* args) {
                          if (args->model_name == nullptr) {
                            return fail(CALRT_INVALID_ARGUMENT, "model_name is NULL");
                          }
-                         auto id = device.buffer_create(calbin, args->model_name, args->direction,
+                         const int64_t direction = raw_enum(args->direction);
+                         if (direction != CALRT_INPUT && direction != CALRT_OUTPUT) {
+                           return fail(CALRT_INVALID_ARGUMENT,
+                                       "direction " + std::to_string(direction) + " is unknown");
+                         }
+                         auto id = device.buffer_create(calbin, args->model_name,
+                                                        static_cast<CalrtDirection>(direction),
                                                         args->slot);
                          if (!id) {
                            return tl::unexpected(id.error());

@@ -54,9 +54,9 @@ void fill_info(Calrt_Calbin_GetInfo_Args* args, const CalbinImage& image) {
 }
 
 Status fill_tensor(Calrt_Calbin_GetTensor_Args* args, const calbin::Model& model) {
-  if (args->direction != CALRT_INPUT && args->direction != CALRT_OUTPUT) {
-    return fail(CALRT_INVALID_ARGUMENT,
-                "direction " + std::to_string(args->direction) + " is unknown");
+  const int64_t direction = raw_enum(args->direction);
+  if (direction != CALRT_INPUT && direction != CALRT_OUTPUT) {
+    return fail(CALRT_INVALID_ARGUMENT, "direction " + std::to_string(direction) + " is unknown");
   }
   const auto& tensors = args->direction == CALRT_INPUT ? model.inputs : model.outputs;
   if (args->index >= tensors.size()) {

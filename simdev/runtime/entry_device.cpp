@@ -14,13 +14,13 @@ constexpr char kDriverVersion[] = "sim-drv-0.7.6";
 constexpr char kDeviceName[] = "calculet-sim";
 
 Status open_device(Calrt_Device_Create_Args* args) {
-  if (args->kind == CALRT_DEVICE_PCIE) {
+  const int64_t kind = raw_enum(args->kind);
+  if (kind == CALRT_DEVICE_PCIE) {
     return fail(CALRT_NOT_FOUND, "no PCIe card at index " + std::to_string(args->index) +
                                      ": this runtime is the simulator (use CALRT_DEVICE_SIM)");
   }
-  if (args->kind != CALRT_DEVICE_SIM) {
-    return fail(CALRT_INVALID_ARGUMENT,
-                "device kind " + std::to_string(args->kind) + " is unknown");
+  if (kind != CALRT_DEVICE_SIM) {
+    return fail(CALRT_INVALID_ARGUMENT, "device kind " + std::to_string(kind) + " is unknown");
   }
   auto device = Device::create(args->config == nullptr ? "" : args->config);
   if (!device) {
@@ -115,15 +115,25 @@ CalrtError* device_chip_status(Calrt_Device_ChipStatus_Args* args) {
 
 CalrtError* device_reset(Calrt_Device_Reset_Args* args) {
   return guarded(args, CALRT_DEVICE_RESET_ARGS_STRUCT_SIZE, "Calrt_Device_Reset_Args", [&] {
-    return with_handle(args->device, HandleKind::kDevice, "device",
-                       [&](Device& device, ObjectId, uint32_t) -> Status {
-                         auto state = device.reset(args->level, args->timeout_ns);
-                         args->state = device.status().state;
-                         if (!state) {
-                           return tl::unexpected(state.error());
-                         }
-                         return {};
-                       });
+    return with_handle(
+        args->device, HandleKind::kDevice, "device",
+        [&](Device& device, ObjectId, uint32_t) -> Status {
+          const int64_t level = raw_enum(args->level);
+          if (level < CALRT_RESET_JOB_ABORT || level > CALRT_RESET_FULL) {
+            // The state table answers first, as Device::reset would.
+            if (auto allowed = device.require_allowed(DeviceCall::kDeviceReset); !allowed) {
+              return allowed;
+            }
+            return fail(CALRT_INVALID_ARGUMENT,
+                        "reset level " + std::to_string(level) + " is unknown");
+          }
+          auto state = device.reset(static_cast<CalrtResetLevel>(level), args->timeout_ns);
+          args->state = device.status().state;
+          if (!state) {
+            return tl::unexpected(state.error());
+          }
+          return {};
+        });
   });
 }
 

@@ -3,12 +3,26 @@
 // boundary: they become CALRT_INTERNAL errors.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "simdev/runtime/errors.hpp"
 
 namespace simdev::runtime {
+
+// The value a caller stored in an enum field. A C caller may store any int there, and
+// loading a value outside the enum's range through the enum type is undefined behaviour in
+// C++; copying its bytes is not. Entries validate this value before converting it.
+template <class Enum>
+int64_t raw_enum(const Enum& field) noexcept {
+  static_assert(std::is_enum_v<Enum>);
+  std::underlying_type_t<Enum> value{};
+  std::memcpy(&value, &field, sizeof value);
+  return static_cast<int64_t>(value);
+}
 
 template <class Args>
 CalrtError* check_args(const Args* args, size_t min_size, const char* struct_name) noexcept {

@@ -1,0 +1,161 @@
+// `calrt conformance` as a user runs it: one line per clause and a summary, a JUnit file
+// that parses and agrees with the terminal, a JSON report, and bad input that exits 2.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <tinyxml2.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/runner/calrt_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("calrt-conformance-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+// id -> "PASS"/"FAIL"/"SKIP" from the terminal lines, and the summary line.
+struct Terminal {
+  std::map<std::string, std::string> verdicts;
+  std::map<std::string, std::string> titles;
+  std::string summary;
+};
+
+Terminal parse_terminal(const std::string& output) {
+  Terminal t;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* verdict : {"PASS ", "FAIL ", "SKIP "}) {
+      if (line.rfind(verdict, 0) == 0) {
+        const std::string rest = line.substr(5);
+        const std::string id = rest.substr(0, rest.find(' '));
+        // Titles hold no ": " (the registry test checks it), so it starts a FAIL/SKIP reason.
+        std::string title = rest.substr(id.size() + 1);
+        title = title.substr(0, title.find(": "));
+        t.verdicts[id] = std::string(verdict, 4);
+        t.titles[id] = title;
+      }
+    }
+    if (line.find(" passed, ") != std::string::npos) {
+      t.summary = line;
+    }
+  }
+  return t;
+}
+
+std::string conformance_args(const std::string& device) {
+  return "conformance --device " + ::quoted(fs::path(device)) + " --calbin " +
+         ::quoted(fs::path(CALRT_TEST_CALBIN));
+}
+
+TEST(ConformanceCli, JunitAndJsonAgreeWithTheTerminal) {
+  const fs::path junit = scratch("suite.xml");
+  const fs::path json = scratch("suite.json");
+  const CalrtRun run = run_calrt(conformance_args(CALRT_SIM_SO) + " --junit " + quoted(junit) +
+                                 " --json " + quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Terminal terminal = parse_terminal(run.output);
+  ASSERT_GE(terminal.verdicts.size(), 40u) << run.output;
+  EXPECT_EQ(terminal.summary,
+            std::to_string(terminal.verdicts.size()) + " passed, 0 failed, 0 skipped");
+
+  tinyxml2::XMLDocument doc;
+  ASSERT_EQ(doc.LoadFile(junit.c_str()), tinyxml2::XML_SUCCESS) << junit;
+  const tinyxml2::XMLElement* root = doc.FirstChildElement("testsuites");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->UnsignedAttribute("tests"), terminal.verdicts.size());
+  size_t cases = 0;
+  for (const auto* suite = root->FirstChildElement("testsuite"); suite != nullptr;
+       suite = suite->NextSiblingElement("testsuite")) {
+    const std::string group = suite->Attribute("name");
+    size_t in_suite = 0;
+    for (const auto* testcase = suite->FirstChildElement("testcase"); testcase != nullptr;
+         testcase = testcase->NextSiblingElement("testcase")) {
+      ++cases;
+      ++in_suite;
+      const std::string name = testcase->Attribute("name");
+      const std::string id = name.substr(0, name.find(' '));
+      EXPECT_EQ(id.substr(0, id.find('.')), group) << name;
+      ASSERT_TRUE(terminal.verdicts.count(id)) << name;
+      EXPECT_EQ(name, id + " " + terminal.titles.at(id));
+      const std::string verdict = testcase->FirstChildElement("failure")   ? "FAIL"
+                                  : testcase->FirstChildElement("skipped") ? "SKIP"
+                                                                           : "PASS";
+      EXPECT_EQ(verdict, terminal.verdicts.at(id)) << id;
+      EXPECT_NE(testcase->Attribute("time"), nullptr) << id;
+    }
+    EXPECT_EQ(suite->UnsignedAttribute("tests"), in_suite) << group;
+  }
+  EXPECT_EQ(cases, terminal.verdicts.size());
+
+  std::ifstream in(json);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["clauses"].size(), terminal.verdicts.size());
+  for (const auto& clause : report["clauses"]) {
+    EXPECT_EQ(clause["verdict"], terminal.verdicts.at(clause["id"].get<std::string>()));
+  }
+}
+
+TEST(ConformanceCli, OnlyWritesTheSelectedGroups) {
+  const fs::path junit = scratch("only.xml");
+  const CalrtRun run =
+      run_calrt(conformance_args(CALRT_SIM_SO) + " --only VER.1,KV --junit " + quoted(junit));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("7 passed, 0 failed, 0 skipped"), std::string::npos) << run.output;
+  tinyxml2::XMLDocument doc;
+  ASSERT_EQ(doc.LoadFile(junit.c_str()), tinyxml2::XML_SUCCESS);
+  const auto* first = doc.FirstChildElement("testsuites")->FirstChildElement("testsuite");
+  ASSERT_NE(first, nullptr);
+  EXPECT_STREQ(first->Attribute("name"), "VER");
+  const auto* second = first->NextSiblingElement("testsuite");
+  ASSERT_NE(second, nullptr);
+  EXPECT_STREQ(second->Attribute("name"), "KV");
+  EXPECT_EQ(second->NextSiblingElement("testsuite"), nullptr);
+}
+
+TEST(ConformanceCli, MissingCalbinIsBadInput) {
+  const CalrtRun run = run_calrt("conformance --device " + ::quoted(fs::path(CALRT_SIM_SO)) +
+                                 " --calbin /nonexistent/calbin");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
+}
+
+TEST(ConformanceCli, UnknownOnlyPrefixIsBadInput) {
+  const CalrtRun run = run_calrt(conformance_args(CALRT_SIM_SO) + " --only KV,BOGUS");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("BOGUS"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("PASS"), std::string::npos) << "ran clauses before refusing";
+}
+
+TEST(ConformanceCli, UnwritableJunitIsBadInput) {
+  for (const std::string& target :
+       {std::string("/nonexistent-dir/suite.xml"), scratch("a-directory").string()}) {
+    fs::create_directories(scratch("a-directory"));
+    const CalrtRun run =
+        run_calrt(conformance_args(CALRT_SIM_SO) + " --junit " + ::quoted(fs::path(target)));
+    EXPECT_EQ(run.exit_code, 2) << target << "\n" << run.output;
+    EXPECT_NE(run.output.find(target), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("PASS"), std::string::npos) << "ran clauses before refusing";
+  }
+}
+
+TEST(ConformanceCli, UnloadableDeviceIsBadInput) {
+  const CalrtRun run = run_calrt(conformance_args("/nonexistent/libruntime.so"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/nonexistent/libruntime.so"), std::string::npos) << run.output;
+}
+
+}  // namespace
