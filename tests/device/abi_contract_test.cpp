@@ -322,6 +322,38 @@ TEST(AbiContract, ResetChipDropsConfiguration) {
   EXPECT_EQ(take(api().Calbin_Configure(&configure)).code, CALRT_WRONG_STATE);
 }
 
+// A C caller may store any int in an enum field. The runtime must refuse such a value by
+// name, and reading it must not be undefined behaviour (this test runs under UBSan in CI).
+template <class Enum>
+void store_raw(Enum& field, int value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  std::memcpy(&field, &value, sizeof value);
+}
+
+TEST(AbiContract, EnumFieldsOutsideTheirRangeAreRefusedByValue) {
+  Session s;
+  auto reset = make_args<Calrt_Device_Reset_Args>(CALRT_DEVICE_RESET_ARGS_STRUCT_SIZE);
+  reset.device = s.device;
+  store_raw(reset.level, 99);
+  ApiError error = take(api().Device_Reset(&reset));
+  EXPECT_EQ(error.code, CALRT_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(error.message, "reset level 99")) << error.message;
+
+  auto create = make_args<Calrt_Buffer_Create_Args>(CALRT_BUFFER_CREATE_ARGS_STRUCT_SIZE);
+  create.calbin = s.calbin;
+  create.model_name = s.decode_name.c_str();
+  store_raw(create.direction, 99);
+  error = take(api().Buffer_Create(&create));
+  EXPECT_EQ(error.code, CALRT_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(error.message, "direction 99")) << error.message;
+
+  auto device = make_args<Calrt_Device_Create_Args>(CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
+  store_raw(device.kind, 42);
+  error = take(api().Device_Create(&device));
+  EXPECT_EQ(error.code, CALRT_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(error.message, "device kind 42")) << error.message;
+}
+
 TEST(AbiContract, ConfigureChecksCapacity) {
   auto create = make_args<Calrt_Device_Create_Args>(CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
   create.kind = CALRT_DEVICE_SIM;
