@@ -123,10 +123,6 @@ Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout
     return fail(CALRT_WRONG_STATE,
                 "calbin #" + std::to_string(image.serial) + " is already configured");
   }
-  if (jobs_in_flight() > 0) {
-    return fail(CALRT_WRONG_STATE, "Calbin_Configure is not allowed: device is RUNNING (" +
-                                       std::to_string(jobs_in_flight()) + " jobs in flight)");
-  }
   auto terms = memory_terms(image.manifest, image.kv);
   if (!terms) {
     return tl::unexpected(terms.error());

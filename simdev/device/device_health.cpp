@@ -45,9 +45,6 @@ Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout
   if (level < CALRT_RESET_JOB_ABORT || level > CALRT_RESET_FULL) {
     return fail(CALRT_INVALID_ARGUMENT, "reset level " + std::to_string(level) + " is unknown");
   }
-  if (lost_) {
-    return fail(CALRT_DEVICE_LOST, "device is LOST; it cannot be reset");
-  }
   cancel_all("cancelled by device reset (level " + std::to_string(level) + ")");
   if (level >= CALRT_RESET_CHIP) {
     calbins_.for_each([&](ObjectId id, CalbinImage& image) { unconfigure(id, image); });
