@@ -12,6 +12,7 @@
 
 #include "runner/conformance_clauses.hpp"
 
+#include "simdev/service/client/client_api.h"
 #if CALRT_HAVE_SIM_INPROCESS
 #include "simdev/runtime/sim_api.h"
 #endif
@@ -125,6 +126,8 @@ CalrtGetApiFn* entry_point(const calrt::Api& api, const DeviceSpec& spec) {
 #if CALRT_HAVE_SIM_INPROCESS
     fn = &calrt_sim_get_api;
 #endif
+  } else if (spec.backend == DeviceSpec::Backend::service) {
+    fn = &calrt_client_entry_point;
   } else if (spec.backend == DeviceSpec::Backend::library) {
     // The library is loaded already (api keeps it); this only takes another reference,
     // which stays for the process's life like the table it guards.

@@ -244,6 +244,9 @@ void nev_bounded_wait(ClauseContext& ctx) {
   } else {
     expect_code(outcome, CALRT_DEVICE_HUNG, "Job_Wait(DEFAULT) on a hung job");
   }
+  // The hang left this device FAULTED. Where devices are shared (sessions of `simdev serve`
+  // attach to one device) the next fixture would get it in that state, so clear it first.
+  (void)f.device.reset(calrt::ResetLevel::job_abort);
   calrt::Job second;
   {
     Fixture g = ctx.fixture(Setup::ready);

@@ -11,10 +11,12 @@
 #include "runner/bench_cli.hpp"
 #include "runner/check.hpp"
 #include "runner/conformance_cli.hpp"
+#include "runner/device_select.hpp"
 #include "runner/exit_codes.hpp"
 #include "runner/info.hpp"
 #include "runner/inspect.hpp"
 #include "runner/plan.hpp"
+#include "runner/replay.hpp"
 #include "runner/scenario_options.hpp"
 #include "runner/smoke_options.hpp"
 
@@ -36,7 +38,8 @@ struct DeviceFlags {
 void add_device_options(CLI::App& app, const DeviceFlags& flags) {
   app.add_option("--device", *flags.device,
                  "sim (the simulator in process), a runtime library path (e.g. "
-                 "build/simdev/runtime/libcalrt_sim.so), or unix:SOCKET (not built yet)")
+                 "build/simdev/runtime/libcalrt_sim.so), or unix:SOCKET / tcp:HOST:PORT (a "
+                 "`simdev serve` daemon)")
       ->capture_default_str();
   app.add_option("--device-kind", *flags.kind, "device kind passed to Device_Create")
       ->check(CLI::IsMember({"sim", "pcie"}))
@@ -45,6 +48,11 @@ void add_device_options(CLI::App& app, const DeviceFlags& flags) {
       ->capture_default_str();
   app.add_option("--device-config", *flags.config,
                  "runtime option string for Device_Create, e.g. \"seed=1;dram_mib=4096\"");
+  // The layer is chosen with `--device validate:INNER`; --record implies it.
+  app.add_option_function<std::string>(
+      "--record", [](const std::string& path) { runner::set_record_file(path); },
+      "record every ABI call to FILE (calrt-calls/1, for `calrt replay`) through the "
+      "validation layer, as --device validate:INNER does");
 }
 
 void add_smoke(CLI::App& app, runner::SmokeOptions& o, std::string& bug,
@@ -283,6 +291,23 @@ int main(int argc, char** argv) {
                       &conformance_options.device_index, &conformance_options.device_config});
   runner::add_conformance_options(*conformance, conformance_options);
 
+  runner::ReplayOptions replay_options;
+  CLI::App* replay = app.add_subcommand(
+      "replay",
+      "re-issue a call recording (--record, calrt-calls/1) against a runtime and compare every "
+      "result with the recording");
+  replay->add_option("FILE", replay_options.file, "the recording (JSON Lines)")->required();
+  replay
+      ->add_option("--device", replay_options.device,
+                   "sim (the simulator in process) or a runtime library path")
+      ->capture_default_str();
+  replay->add_option("--calbin", replay_options.calbin,
+                     "load this calbin instead of the recorded Calbin_Create paths");
+  replay->add_option("--json", replay_options.json, "write the JSON report to this file");
+  replay->footer(
+      "Exit codes: 0 every call answered as recorded; 1 divergences (one line each); 2 a bad "
+      "recording (file, line and field named) or a runtime that cannot be loaded.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -312,6 +337,9 @@ int main(int argc, char** argv) {
       scenario_options.campaign = scenario_flags.campaign;
     }
     return runner::run_scenario(scenario_options);
+  }
+  if (replay->parsed()) {
+    return runner::run_replay(replay_options);
   }
   if (conformance->parsed()) {
     return runner::run_conformance_command(conformance_options);

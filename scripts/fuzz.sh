@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang and runs each for a bounded time.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
-# Seeds: the tiny calbin's manifest (generated here) and the tiny service manifest. Findings
+# Seeds: the tiny calbin's manifest (generated here), the tiny service manifest, and one
+# valid service protocol frame per message kind and call (written by protocol_fuzz_seeds). Findings
 # (crashes, leaks, timeouts, out-of-memory) stop the run with a non-zero exit and leave the
 # reproducer in build-fuzz/findings/.
 set -euo pipefail
@@ -10,14 +11,16 @@ seconds=${1:-60}
 scripts/setup.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCALRT_FUZZ=ON >/dev/null
-cmake --build build-fuzz --parallel "$(nproc)" --target manifest_fuzz service_manifest_fuzz simdev
+cmake --build build-fuzz --parallel "$(nproc)" --target manifest_fuzz service_manifest_fuzz protocol_fuzz \
+  protocol_fuzz_seeds simdev
 
 corpus=build-fuzz/corpus
-mkdir -p "$corpus/manifest" "$corpus/service" build-fuzz/findings
+mkdir -p "$corpus/manifest" "$corpus/service" "$corpus/protocol" build-fuzz/findings
 build-fuzz/simdev/tool/simdev gen --preset tiny --seed 1 --no-golden --force \
   --out build-fuzz/seed-calbin >/dev/null
 cp build-fuzz/seed-calbin/manifest.json "$corpus/manifest/tiny.json"
 cp tests/acceptance/tiny-service.yaml "$corpus/service/tiny.yaml"
+build-fuzz/tests/fuzz/protocol_fuzz_seeds "$corpus/protocol"
 
 run() {
   local target=$1 dir=$2
@@ -30,3 +33,4 @@ run() {
 }
 run manifest_fuzz "$corpus/manifest"
 run service_manifest_fuzz "$corpus/service"
+run protocol_fuzz "$corpus/protocol"

@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <string>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "simdev/gen/generate.hpp"
+#include "simdev/service/server/server.hpp"
 
 namespace {
 
@@ -46,6 +48,14 @@ int run_presets() {
   return 0;
 }
 
+int run_serve(const simdev::service::server::ServerOptions& options, const std::string& log_level) {
+  // stdout carries the listening lines and the summary that scripts read; logs go to stderr.
+  auto logger = spdlog::stderr_color_mt("simdev-serve");
+  logger->set_level(spdlog::level::from_str(log_level));
+  spdlog::set_default_logger(logger);
+  return simdev::service::server::run_server(options);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +80,33 @@ int main(int argc, char** argv) {
 
   CLI::App* list = app.add_subcommand("presets", "list the presets gen knows");
 
+  simdev::service::server::ServerOptions serve_options;
+  uint32_t tcp_port = 0;
+  std::string log_level = "info";
+  CLI::App* serve = app.add_subcommand("serve", "serve the simulated device over a socket");
+  serve->add_option("--socket", serve_options.socket_path, "Unix socket path (created 0600)")
+      ->required();
+  CLI::Option* tcp_option =
+      serve->add_option("--tcp", tcp_port, "also listen on 127.0.0.1:PORT (0: any free port)")
+          ->check(CLI::Range(0, 65535));
+  serve->add_option("--device-config", serve_options.device_config,
+                    "Device_Create config under every client's keys");
+  serve->add_option("--max-clients", serve_options.max_clients, "concurrent clients")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  serve->add_option("--keepalive-ms", serve_options.keepalive_ms, "keepalive period")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
+  serve->add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (serve->parsed()) {
+    if (tcp_option->count() > 0) serve_options.tcp_port = static_cast<uint16_t>(tcp_port);
+    return run_serve(serve_options, log_level);
+  }
 
   if (gen->parsed()) {
     gen_options.out_dir = out_dir;

@@ -1,0 +1,384 @@
+#include "simdev/service/client/connection.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace simdev::service::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int ms_until(Clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // Rounded up so that a poll never returns just before the deadline and spins.
+  return static_cast<int>(std::clamp<int64_t>(left + 1, 0, 60'000));
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// A connected socket (blocking), or the reason why not.
+Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadline) {
+  sockaddr_storage address{};
+  socklen_t address_size = 0;
+  int family = AF_UNIX;
+  if (endpoint.rfind("unix:", 0) == 0) {
+    const std::string path = endpoint.substr(5);
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(un.sun_path)) {
+      return fail(CALRT_INVALID_ARGUMENT, "service endpoint '" + endpoint +
+                                              "': the socket path is empty or longer than " +
+                                              std::to_string(sizeof(un.sun_path) - 1) + " bytes");
+    }
+    std::memcpy(un.sun_path, path.data(), path.size());
+    std::memcpy(&address, &un, sizeof un);
+    address_size = static_cast<socklen_t>(sizeof un);
+  } else if (endpoint.rfind("tcp:", 0) == 0) {
+    const std::string rest = endpoint.substr(4);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+      return fail(CALRT_INVALID_ARGUMENT,
+                  "service endpoint '" + endpoint + "': expected tcp:HOST:PORT");
+    }
+    const std::string host = rest.substr(0, colon);
+    const std::string port = rest.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+        rc != 0 || found == nullptr) {
+      return fail(CALRT_INVALID_ARGUMENT,
+                  "service endpoint '" + endpoint + "': " + std::string(gai_strerror(rc)));
+    }
+    std::memcpy(&address, found->ai_addr, found->ai_addrlen);
+    address_size = found->ai_addrlen;
+    family = AF_INET;
+    freeaddrinfo(found);
+  } else {
+    return fail(CALRT_INVALID_ARGUMENT,
+                "service endpoint '" + endpoint + "': expected unix:PATH or tcp:HOST:PORT");
+  }
+
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    return fail(CALRT_DEVICE_LOST, "socket: " + errno_text(errno));
+  }
+  auto give_up = [&](const std::string& why) {
+    ::close(fd);
+    return fail(CALRT_DEVICE_LOST, "no daemon answers at " + endpoint + ": " + why);
+  };
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), address_size) != 0) {
+    if (errno != EINPROGRESS && errno != EAGAIN) {
+      return give_up("connect: " + errno_text(errno));
+    }
+    pollfd pfd{fd, POLLOUT, 0};
+    int ready = 0;
+    do {
+      ready = ::poll(&pfd, 1, ms_until(deadline));
+    } while (ready < 0 && errno == EINTR);
+    if (ready <= 0) {
+      return give_up("connect timed out");
+    }
+    int error = 0;
+    socklen_t size = sizeof error;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+    if (error != 0) {
+      return give_up("connect: " + errno_text(error));
+    }
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (family == AF_INET) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
+std::string client_name() {
+  char name[64] = {};
+  if (FILE* f = std::fopen("/proc/self/comm", "r")) {
+    if (std::fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
+    std::fclose(f);
+  }
+  std::string text(name);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "calrt client" : text;
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<Connection>> Connection::open(const ConnectOptions& options) {
+  const auto deadline = Clock::now() + options.connect_timeout;
+  Expected<int> fd = connect_once(options.endpoint, deadline);
+  // A daemon being restarted has no socket for a moment: retry at a modest pace until the
+  // deadline, never in a tight loop.
+  while (!fd && options.retry_until_timeout && fd.error().code == CALRT_DEVICE_LOST &&
+         Clock::now() + std::chrono::milliseconds(50) < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fd = connect_once(options.endpoint, deadline);
+  }
+  if (!fd) {
+    return tl::unexpected(fd.error());
+  }
+  std::shared_ptr<Connection> connection(new Connection(*fd, options.endpoint));
+  connection->liveness_ = options.liveness;
+  // A daemon that stops reading must not block a sender forever.
+  timeval send_timeout{};
+  send_timeout.tv_sec = static_cast<time_t>(options.liveness.count() / 1000);
+  send_timeout.tv_usec = static_cast<suseconds_t>((options.liveness.count() % 1000) * 1000);
+  ::setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+  if (Status ok = connection->handshake(deadline); !ok) {
+    ::close(connection->fd_);
+    connection->fd_ = -1;
+    connection->closed_ = true;
+    return tl::unexpected(ok.error());
+  }
+  connection->last_heard_ = Clock::now();
+  connection->reader_ = std::thread([c = connection.get()] { c->reader_loop(); });
+  return connection;
+}
+
+Connection::~Connection() { close(); }
+
+Status Connection::handshake(Clock::time_point deadline) {
+  Hello hello;
+  hello.client_name = client_name();
+  hello.client_pid = static_cast<uint32_t>(::getpid());
+  const std::vector<uint8_t> payload = encode_payload(hello);
+  if (Status sent = send_frame(MessageType::hello, 0, payload); !sent) {
+    return fail(CALRT_DEVICE_LOST,
+                "no daemon answers at " + endpoint_ + ": " + sent.error().message);
+  }
+  FrameHeader header;
+  std::vector<uint8_t> answer;
+  if (Status got = read_frame(header, answer, deadline); !got) {
+    return fail(CALRT_DEVICE_LOST,
+                "no daemon answers at " + endpoint_ + ": " + got.error().message);
+  }
+  if (header.type == MessageType::refused) {
+    auto notice = decode_payload<Notice>(answer, "refused");
+    if (!notice) {
+      return fail(CALRT_INTERNAL, "daemon at " + endpoint_ + ": " + notice.error());
+    }
+    return fail(static_cast<CalrtCode>(notice->code),
+                "daemon at " + endpoint_ + " refused the connection: " + notice->message);
+  }
+  if (header.type != MessageType::welcome) {
+    return fail(CALRT_INTERNAL, "daemon at " + endpoint_ + " answered hello with message type " +
+                                    std::to_string(static_cast<int>(header.type)));
+  }
+  auto welcome = decode_payload<Welcome>(answer, "welcome");
+  if (!welcome) {
+    return fail(CALRT_INTERNAL, "daemon at " + endpoint_ + ": " + welcome.error());
+  }
+  if (welcome->protocol_major != kProtocolMajor || welcome->abi_major != CALRT_ABI_MAJOR) {
+    return fail(
+        CALRT_CALBIN_MISMATCH,
+        "daemon at " + endpoint_ + " speaks protocol " + std::to_string(welcome->protocol_major) +
+            " with ABI major " + std::to_string(welcome->abi_major) + ", this client protocol " +
+            std::to_string(kProtocolMajor) + " with ABI major " + std::to_string(CALRT_ABI_MAJOR));
+  }
+  welcome_ = *welcome;
+  // The bound must leave room for a few missed keepalives, or a busy daemon looks dead.
+  liveness_ = std::max(liveness_, std::chrono::milliseconds(4 * uint64_t{welcome_.keepalive_ms}));
+  return {};
+}
+
+Status Connection::read_exact(uint8_t* data, size_t n, Clock::time_point handshake_deadline) {
+  const bool handshake = handshake_deadline != Clock::time_point{};
+  while (n > 0) {
+    const auto deadline = handshake ? handshake_deadline : last_heard_ + liveness_;
+    if (Clock::now() >= deadline) {
+      return fail(CALRT_DEVICE_LOST, handshake ? std::string("no welcome in time")
+                                               : "nothing heard from the daemon for " +
+                                                     std::to_string(liveness_.count()) + " ms");
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, ms_until(deadline));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return fail(CALRT_DEVICE_LOST, "poll: " + errno_text(errno));
+    }
+    if (ready == 0) {
+      continue;  // the loop re-checks the deadline
+    }
+    const ssize_t got = ::recv(fd_, data, n, 0);
+    if (got == 0) {
+      return fail(CALRT_DEVICE_LOST, "the daemon closed the connection");
+    }
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return fail(CALRT_DEVICE_LOST, "recv: " + errno_text(errno));
+    }
+    last_heard_ = Clock::now();
+    data += got;
+    n -= static_cast<size_t>(got);
+  }
+  return {};
+}
+
+Status Connection::read_frame(FrameHeader& header, std::vector<uint8_t>& payload,
+                              Clock::time_point handshake_deadline) {
+  uint8_t head[kHeaderBytes];
+  if (Status ok = read_exact(head, sizeof head, handshake_deadline); !ok) {
+    return ok;
+  }
+  auto decoded = decode_header(head);
+  if (!decoded) {
+    return fail(CALRT_DEVICE_LOST, "protocol violation by the daemon: " + decoded.error());
+  }
+  header = *decoded;
+  payload.resize(header.payload_bytes());
+  return read_exact(payload.data(), payload.size(), handshake_deadline);
+}
+
+Status Connection::send_frame(MessageType type, uint32_t request_id,
+                              std::span<const uint8_t> payload) {
+  const std::vector<uint8_t> frame = encode_frame(type, request_id, payload);
+  std::lock_guard lock(send_mutex_);
+  size_t sent = 0;
+  while (sent < frame.size()) {
+    const ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      return fail(CALRT_DEVICE_LOST, error == EAGAIN || error == EWOULDBLOCK
+                                         ? std::string("the daemon stopped reading")
+                                         : "send: " + errno_text(error));
+    }
+    sent += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+void Connection::reader_loop() {
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  while (true) {
+    if (Status got = read_frame(header, payload, Clock::time_point{}); !got) {
+      mark_lost(got.error().message);
+      return;
+    }
+    switch (header.type) {
+      case MessageType::keepalive:
+        break;
+      case MessageType::response: {
+        std::lock_guard lock(mutex_);
+        auto it = pending_.find(header.request_id);
+        if (it == pending_.end()) {
+          break;  // the caller gave up on it (the connection was closing)
+        }
+        it->second->payload = std::move(payload);
+        it->second->done = true;
+        pending_.erase(it);
+        cv_.notify_all();
+        break;
+      }
+      case MessageType::goodbye: {
+        auto notice = decode_payload<Notice>(payload, "goodbye");
+        mark_lost(notice ? "the daemon said goodbye: " + notice->message
+                         : "the daemon said goodbye (" + notice.error() + ")");
+        return;
+      }
+      default:
+        mark_lost("protocol violation by the daemon: message type " +
+                  std::to_string(static_cast<int>(header.type)) + " after the handshake");
+        return;
+    }
+  }
+}
+
+void Connection::mark_lost(std::string reason) {
+  std::lock_guard lock(mutex_);
+  if (!lost_) {
+    lost_ = true;
+    lost_reason_ = std::move(reason);
+    // Wakes a sender blocked on a full socket buffer too.
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+  cv_.notify_all();
+}
+
+bool Connection::lost() const {
+  std::lock_guard lock(mutex_);
+  return lost_;
+}
+
+std::string Connection::lost_reason() const {
+  std::lock_guard lock(mutex_);
+  return lost_reason_;
+}
+
+Fault Connection::lost_fault() const {
+  return Fault{CALRT_DEVICE_LOST, "the device at " + endpoint_ + " is lost: " + lost_reason_};
+}
+
+Expected<std::vector<uint8_t>> Connection::call(std::span<const uint8_t> request_payload) {
+  auto pending = std::make_shared<Pending>();
+  uint32_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (lost_ || closed_) {
+      return tl::unexpected(lost_fault());
+    }
+    do {
+      id = next_request_id_++;
+    } while (id == 0 || pending_.count(id) != 0);
+    pending_.emplace(id, pending);
+  }
+  if (Status sent = send_frame(MessageType::request, id, request_payload); !sent) {
+    mark_lost(sent.error().message);
+  }
+  std::unique_lock lock(mutex_);
+  // The reader ends every wait: an answer, or the connection lost (EOF at once, silence
+  // after the liveness bound). The timed wait only re-checks, it never spins.
+  while (!pending->done && !lost_) {
+    cv_.wait_for(lock, liveness_);
+  }
+  if (!pending->done) {
+    pending_.erase(id);
+    return tl::unexpected(lost_fault());
+  }
+  return std::move(pending->payload);
+}
+
+void Connection::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    if (!lost_) {
+      lost_ = true;
+      lost_reason_ = "the device was closed";
+    }
+    if (fd_ >= 0) {
+      ::shutdown(fd_, SHUT_RDWR);
+    }
+    cv_.notify_all();
+  }
+  if (reader_.joinable()) {
+    reader_.join();
+  }
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+}  // namespace simdev::service::client

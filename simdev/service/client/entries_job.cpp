@@ -1,0 +1,195 @@
+// Entries: submitting, waiting for, inspecting and cancelling jobs. A job seen final for the
+// first time is checked against its submission snapshot: a COMPLETED job whose buffers'
+// shadows were written meanwhile (a mapping kept past unmap) is reported FAILED with
+// BUFFER_REUSE, as the in-process simulator reports it.
+#include "simdev/service/client/entry_points.hpp"
+#include "simdev/service/client/entry_support.hpp"
+
+namespace simdev::service::client {
+namespace {
+
+bool is_final(uint32_t state) {
+  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
+         state == CALRT_JOB_CANCELLED || state == CALRT_JOB_TIMED_OUT;
+}
+
+// The state to report for a job the daemon reports in `state`; called with the device's
+// mutex held.
+uint32_t observe(ClientJob& job, uint32_t state) {
+  if (is_final(state) && !job.seen_final) {
+    job.seen_final = true;
+    if (state == CALRT_JOB_COMPLETED) {
+      const ClientBuffer* written = nullptr;
+      std::optional<uint32_t> tensor;
+      if (job.input &&
+          (tensor = changed_tensor(job.snapshot.input, job.input->shadows.fingerprints()))) {
+        written = job.input.get();
+      } else if (job.output && (tensor = changed_tensor(job.snapshot.output,
+                                                        job.output->shadows.fingerprints()))) {
+        written = job.output.get();
+      }
+      if (written != nullptr) {
+        job.reuse = "job #" + std::to_string(job.serial) +
+                    ": buffer reuse: the host wrote buffer #" + std::to_string(written->serial) +
+                    " (tensor " + std::to_string(*tensor) + ") while job #" +
+                    std::to_string(job.serial) +
+                    " owned it (a mapping used after unmap, before the job was final)";
+      }
+    }
+    // The buffers are the host's again; the job no longer needs them.
+    job.input.reset();
+    job.output.reset();
+    job.snapshot = {};
+  }
+  return job.reuse ? uint32_t{CALRT_JOB_FAILED} : state;
+}
+
+}  // namespace
+
+CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
+  return guarded(args, CALRT_JOB_SUBMIT_ARGS_STRUCT_SIZE, "Calrt_Job_Submit_Args", [&]() -> Status {
+    auto calbin = resolve_calbin(args->calbin, "calbin");
+    if (!calbin) {
+      return tl::unexpected(calbin.error());
+    }
+    if (args->model_name == nullptr) {
+      return fail(CALRT_INVALID_ARGUMENT, "model_name is NULL");
+    }
+    ClientDevice& device = *calbin->device;
+    auto input = resolve_buffer_of(device, args->input, "input buffer");
+    auto output = resolve_buffer_of(device, args->output, "output buffer");
+    if (!input || !output) {
+      return tl::unexpected(!input ? input.error() : output.error());
+    }
+    auto job = std::make_shared<ClientJob>();
+    job->input = input->object;
+    job->output = output->object;
+    {
+      std::lock_guard lock(device.mutex);
+      job->snapshot.input = input->object->shadows.fingerprints();
+      job->snapshot.output = output->object->shadows.fingerprints();
+    }
+    JobSubmit::In in;
+    in.calbin = WireHandle{calbin->wire};
+    in.model_name = args->model_name;
+    in.input = WireHandle{input->wire};
+    in.output = WireHandle{output->wire};
+    return forward<JobSubmit>(device, in, [&](const JobSubmit::Out& out) -> Status {
+      job->wire = out.job.id;
+      std::optional<LocalId> id;
+      {
+        std::lock_guard lock(device.mutex);
+        job->serial = device.next_serial++;
+        id = device.jobs.insert(job);
+      }
+      if (!id) {
+        (void)round_trip<JobDestroy>(device, JobDestroy::In{out.job});
+        return fail(CALRT_OUT_OF_RANGE, "too many jobs on the device");
+      }
+      args->job = to_handle<CalrtJob>(HandleKind::kJob, device.slot, *id);
+      return {};
+    });
+  });
+}
+
+CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
+  return guarded(args, CALRT_JOB_WAIT_ARGS_STRUCT_SIZE, "Calrt_Job_Wait_Args", [&]() -> Status {
+    auto job = resolve_job(args->job, "job");
+    if (!job) {
+      return tl::unexpected(job.error());
+    }
+    JobWait::In in;
+    in.job = WireHandle{job->wire};
+    in.timeout_ns = args->timeout_ns;
+    auto response = round_trip<JobWait>(*job->device, in);
+    if (!response) {
+      return tl::unexpected(response.error());
+    }
+    // The job's state is reported with an error too (DEVICE_HUNG: TIMED_OUT).
+    if (response->out.state != 0) {
+      std::lock_guard lock(job->device->mutex);
+      args->state = static_cast<CalrtJobState>(observe(*job->object, response->out.state));
+      args->result = static_cast<CalrtWaitResult>(response->out.result);
+    }
+    return status_of(*response);
+  });
+}
+
+CalrtError* job_status(Calrt_Job_Status_Args* args) {
+  // The profiling fields were appended later: a caller compiled before them is served.
+  return guarded(args, CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns),
+                 "Calrt_Job_Status_Args", [&]() -> Status {
+                   auto job = resolve_job(args->job, "job");
+                   if (!job) {
+                     return tl::unexpected(job.error());
+                   }
+                   return forward<JobStatus>(
+                       *job->device, JobStatus::In{WireHandle{job->wire}},
+                       [&](const JobStatus::Out& out) -> Status {
+                         {
+                           std::lock_guard lock(job->device->mutex);
+                           ClientJob& j = *job->object;
+                           args->state = static_cast<CalrtJobState>(observe(j, out.state));
+                           if (j.reuse) {
+                             args->code = CALRT_BUFFER_REUSE;
+                             args->message = j.strings.keep(*j.reuse);
+                           } else {
+                             args->code = static_cast<CalrtCode>(out.code);
+                             args->message = j.strings.keep(out.message);
+                           }
+                         }
+                         args->submit_time_ns = out.submit_time_ns;
+                         args->start_time_ns = out.start_time_ns;
+                         args->end_time_ns = out.end_time_ns;
+                         // Fields appended later are written only where the caller's struct has
+                         // them.
+                         auto covers = [&](const uint64_t& field) {
+                           return args->struct_size >=
+                                  static_cast<size_t>(reinterpret_cast<const char*>(&field) -
+                                                      reinterpret_cast<const char*>(args)) +
+                                      sizeof(field);
+                         };
+                         if (covers(args->h2d_end_time_ns))
+                           args->h2d_end_time_ns = out.h2d_end_time_ns;
+                         if (covers(args->compute_end_time_ns)) {
+                           args->compute_end_time_ns = out.compute_end_time_ns;
+                         }
+                         if (covers(args->compute_start_time_ns)) {
+                           args->compute_start_time_ns = out.compute_start_time_ns;
+                         }
+                         return {};
+                       });
+                 });
+}
+
+CalrtError* job_cancel(Calrt_Job_Cancel_Args* args) {
+  return guarded(args, CALRT_JOB_CANCEL_ARGS_STRUCT_SIZE, "Calrt_Job_Cancel_Args", [&]() -> Status {
+    auto job = resolve_job(args->job, "job");
+    if (!job) {
+      return tl::unexpected(job.error());
+    }
+    return forward<JobCancel>(*job->device, JobCancel::In{WireHandle{job->wire}});
+  });
+}
+
+CalrtError* job_destroy(Calrt_Job_Destroy_Args* args) {
+  return guarded(
+      args, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE, "Calrt_Job_Destroy_Args", [&]() -> Status {
+        auto job = resolve_job(args->job, "job");
+        if (!job) {
+          return tl::unexpected(job.error());
+        }
+        ClientDevice& device = *job->device;
+        if (!device.lost()) {
+          if (Status ok = forward<JobDestroy>(device, JobDestroy::In{WireHandle{job->wire}});
+              !ok && ok.error().code != CALRT_DEVICE_LOST) {
+            return ok;
+          }
+        }
+        std::lock_guard lock(device.mutex);
+        device.jobs.erase(job->id);
+        return {};
+      });
+}
+
+}  // namespace simdev::service::client

@@ -1,0 +1,69 @@
+#include "simdev/service/client/mapping.hpp"
+
+#include <cstring>
+
+namespace simdev::service::client {
+namespace {
+
+// FNV-1a: cheap, and any single written byte changes it.
+uint64_t fingerprint(const uint8_t* data, size_t size) {
+  uint64_t hash = 1469598103934665603ull;
+  for (size_t i = 0; i < size; ++i) {
+    hash = (hash ^ data[i]) * 1099511628211ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+uint8_t* BufferShadows::map(uint32_t tensor, std::span<const uint8_t> fetched) {
+  Shadow& shadow = shadows_[tensor];
+  if (!shadow.bytes || shadow.size != fetched.size()) {
+    // make_unique<T[]> value-initialises, so even an empty tensor has a non-NULL address.
+    shadow.bytes = std::make_unique<uint8_t[]>(fetched.empty() ? 1 : fetched.size());
+    shadow.size = fetched.size();
+  }
+  if (!fetched.empty()) {
+    std::memcpy(shadow.bytes.get(), fetched.data(), fetched.size());
+  }
+  shadow.mapped = true;
+  return shadow.bytes.get();
+}
+
+std::optional<std::vector<uint8_t>> BufferShadows::unmapped_bytes(uint32_t tensor) const {
+  auto it = shadows_.find(tensor);
+  if (it == shadows_.end() || !it->second.mapped) {
+    return std::nullopt;
+  }
+  const Shadow& s = it->second;
+  return std::vector<uint8_t>(s.bytes.get(), s.bytes.get() + s.size);
+}
+
+void BufferShadows::set_unmapped(uint32_t tensor) {
+  if (auto it = shadows_.find(tensor); it != shadows_.end()) {
+    it->second.mapped = false;
+  }
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> BufferShadows::fingerprints() const {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  out.reserve(shadows_.size());
+  for (const auto& [tensor, shadow] : shadows_) {
+    out.emplace_back(tensor, fingerprint(shadow.bytes.get(), shadow.size));
+  }
+  return out;
+}
+
+std::optional<uint32_t> changed_tensor(const std::vector<std::pair<uint32_t, uint64_t>>& then,
+                                       const std::vector<std::pair<uint32_t, uint64_t>>& now) {
+  for (const auto& [tensor, hash] : then) {
+    for (const auto& [t, h] : now) {
+      if (t == tensor && h != hash) {
+        return tensor;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace simdev::service::client

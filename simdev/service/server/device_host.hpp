@@ -1,0 +1,56 @@
+// device_host.hpp: the one simulated device the daemon shares between sessions. Created on
+// the first attach (the daemon's config, then that client's keys on top), destroyed when the
+// last session detaches so that the next client finds a fresh device. Used only from the
+// device lane, so it needs no lock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "abi/calrt.h"
+#include "simdev/service/server/sim_call.hpp"
+
+namespace simdev::service::server {
+
+// `key=value;key=value` as Device_Create takes it; later keys replace earlier ones.
+using ConfigEntries = std::vector<std::pair<std::string, std::string>>;
+ConfigEntries parse_config(const std::string& text);
+// Keys of `top` replace those of `base`; new keys are appended in their order.
+ConfigEntries merge_config(ConfigEntries base, const ConfigEntries& top);
+std::string join_config(const ConfigEntries& entries);
+
+class DeviceHost {
+ public:
+  DeviceHost(const CalrtApi* api, std::string daemon_config);
+  ~DeviceHost();
+  DeviceHost(const DeviceHost&) = delete;
+  DeviceHost& operator=(const DeviceHost&) = delete;
+
+  // Attaches one session; the first creates the device. A different config while the device
+  // is shared is BUSY naming both.
+  tl::expected<CalrtDevice*, Failure> attach(uint32_t kind_raw, uint32_t index,
+                                             const std::optional<std::string>& client_config,
+                                             uint64_t timeout_ns);
+  // Detaches one session; the last one destroys the device.
+  Failure detach();
+  // Destroys the device whatever its users (daemon shutdown).
+  void destroy_now();
+  size_t users() const { return users_; }
+
+ private:
+  const CalrtApi* api_;
+  ConfigEntries daemon_config_;
+  CalrtDevice* device_ = nullptr;
+  size_t users_ = 0;
+  uint32_t kind_raw_ = 0;
+  uint32_t index_ = 0;
+  std::string config_;     // as passed to Device_Create
+  std::string canonical_;  // sorted by key, for comparing
+};
+
+}  // namespace simdev::service::server

@@ -1,0 +1,726 @@
+#include "simdev/service/server/dispatch.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <type_traits>
+
+#include <spdlog/spdlog.h>
+
+#include "abi/calrt_ext.h"
+#include "simdev/service/server/sim_call.hpp"
+
+namespace simdev::service::server {
+namespace {
+
+// Bounds on what one response may carry, so that it stays inside one frame.
+constexpr uint64_t kMaxMapBytes = kMaxPayloadBytes - 4096;
+constexpr uint64_t kMaxTraceEvents = 1u << 16;
+constexpr uint64_t kMaxFaultHits = 1u << 12;
+constexpr uint64_t kMaxReportBytes = kMaxPayloadBytes - 4096;
+
+using Ctx = DispatchContext;
+
+const char* c_str(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+std::string str(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+template <class T>
+tl::expected<T*, Failure> get(const Ctx& c, WireHandle h, HandleKind kind, const char* field) {
+  auto found = c.objects->handles.find(h.id, kind, field);
+  if (!found) {
+    return tl::unexpected(
+        Failure{CALRT_INVALID_HANDLE, std::string(c.call_name) + ": " + found.error()});
+  }
+  return static_cast<T*>(*found);
+}
+
+Failure call(const Ctx& c, CalrtError* error) { return take_error(c.api, error); }
+
+template <class Ext>
+tl::expected<const Ext*, Failure> extension(const Ctx& c, CalrtExtensionType type, size_t size,
+                                            const char* name) {
+  const auto* ext = find_extension(c.api, type, size);
+  if (ext == nullptr) {
+    return tl::unexpected(Failure{
+        CALRT_UNIMPLEMENTED,
+        std::string(c.call_name) + ": the daemon's runtime offers no " + name + " extension"});
+  }
+  return reinterpret_cast<const Ext*>(ext);
+}
+
+#define SIMDEV_GET(var, Type, kind, wire, field)           \
+  auto var##_found = get<Type>(c, wire, kind, field);      \
+  if (!var##_found) return std::move(var##_found.error()); \
+  Type* var = *var##_found
+
+#define SIMDEV_EXT(var, Ext, type, size, name)             \
+  auto var##_found = extension<Ext>(c, type, size, name);  \
+  if (!var##_found) return std::move(var##_found.error()); \
+  const Ext* var = *var##_found
+
+template <class C>
+Failure run(Ctx& c, const typename C::In& in, typename C::Out& out);
+
+// ---- Device -------------------------------------------------------------------------
+
+template <>
+Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out& out) {
+  if (c.objects->attached) {
+    return {CALRT_WRONG_STATE, "Device_Create: this session is attached to the device already"};
+  }
+  auto device = c.host->attach(in.kind, in.index, in.config, in.timeout_ns);
+  if (!device) return std::move(device.error());
+  c.objects->attached = true;
+  out.device.id = c.objects->handles.add(HandleKind::device, *device);
+  return {};
+}
+
+template <>
+Failure run<DeviceDestroy>(Ctx& c, const DeviceDestroy::In& in, DeviceDestroy::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  if (device == nullptr) {
+    return {CALRT_INVALID_HANDLE, "Device_Destroy: field 'device': the NULL handle"};
+  }
+  return release_session(c);
+}
+
+template <>
+Failure run<DeviceStatus>(Ctx& c, const DeviceStatus::In& in, DeviceStatus::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_Status_Args>();
+  args.device = device;
+  Failure f = call(c, c.api->Device_Status(&args));
+  out.state = get_enum(args.state);
+  out.runtime_version = str(args.runtime_version);
+  out.firmware_version = str(args.firmware_version);
+  out.driver_version = str(args.driver_version);
+  out.device_name = str(args.device_name);
+  out.abi_major = args.abi_major;
+  out.abi_minor = args.abi_minor;
+  out.abi_patch = args.abi_patch;
+  out.chip_count = args.chip_count;
+  out.parallel_mode = args.parallel_mode;
+  out.error_count = args.error_count;
+  out.reset_count = args.reset_count;
+  out.device_time_ns = args.device_time_ns;
+  out.last_error = get_enum(args.last_error);
+  return f;
+}
+
+template <>
+Failure run<DeviceChipStatus>(Ctx& c, const DeviceChipStatus::In& in, DeviceChipStatus::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_ChipStatus_Args>();
+  args.device = device;
+  args.chip = in.chip;
+  Failure f = call(c, c.api->Device_ChipStatus(&args));
+  out.health = get_enum(args.health);
+  out.dram_total_bytes = args.dram_total_bytes;
+  out.dram_used_bytes = args.dram_used_bytes;
+  out.ecc_corrected = args.ecc_corrected;
+  out.ecc_uncorrected = args.ecc_uncorrected;
+  out.busy_time_ns = args.busy_time_ns;
+  return f;
+}
+
+template <>
+Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_Reset_Args>();
+  args.device = device;
+  put_enum(args.level, in.level);
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Device_Reset(&args));
+  out.state = get_enum(args.state);
+  return f;
+}
+
+template <>
+Failure run<DeviceSetParallelMode>(Ctx& c, const DeviceSetParallelMode::In& in,
+                                   DeviceSetParallelMode::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_SetParallelMode_Args>();
+  args.device = device;
+  args.enable = in.enable;
+  return call(c, c.api->Device_SetParallelMode(&args));
+}
+
+// ---- Calbin -------------------------------------------------------------------------
+
+template <>
+Failure run<CalbinCreate>(Ctx& c, const CalbinCreate::In& in, CalbinCreate::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Calbin_Create_Args>();
+  args.device = device;
+  args.path = c_str(in.path);
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Calbin_Create(&args));
+  if (f.ok()) out.calbin.id = c.objects->handles.add(HandleKind::calbin, args.calbin);
+  return f;
+}
+
+void forget_buffer_mappings(SessionObjects& objects, uint64_t buffer_id) {
+  std::erase_if(objects.mappings, [&](const auto& m) { return m.first.first == buffer_id; });
+}
+
+template <>
+Failure run<CalbinDestroy>(Ctx& c, const CalbinDestroy::In& in, CalbinDestroy::Out&) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Calbin_Destroy_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Calbin_Destroy(&args));
+  if (f.ok()) {
+    // The runtime released the calbin's buffers, jobs and KV handles with it.
+    c.objects->handles.remove(in.handle.id);
+    for (uint64_t child : c.objects->handles.remove_children(in.handle.id)) {
+      forget_buffer_mappings(*c.objects, child);
+    }
+  }
+  return f;
+}
+
+template <>
+Failure run<CalbinGetInfo>(Ctx& c, const CalbinGetInfo::In& in, CalbinGetInfo::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Calbin_GetInfo_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Calbin_GetInfo(&args));
+  out.calbin_version = str(args.calbin_version);
+  out.architecture = str(args.architecture);
+  out.runtime_abi = str(args.runtime_abi);
+  out.model_count = args.model_count;
+  out.chip_count = args.chip_count;
+  out.vocab = args.vocab;
+  out.context = args.context;
+  out.batch = args.batch;
+  out.layers = args.layers;
+  out.hidden = args.hidden;
+  out.q_heads = args.q_heads;
+  out.kv_heads = args.kv_heads;
+  out.head_dim = args.head_dim;
+  out.prefill_chunk = args.prefill_chunk;
+  out.kv_dtype = get_enum(args.kv_dtype);
+  out.configured = args.configured;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetModel>(Ctx& c, const CalbinGetModel::In& in, CalbinGetModel::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetModel_Args>();
+  args.calbin = calbin;
+  args.model_index = in.model_index;
+  Failure f = call(c, c.api->Calbin_GetModel(&args));
+  out.name = str(args.name);
+  out.type = get_enum(args.type);
+  out.input_count = args.input_count;
+  out.output_count = args.output_count;
+  out.csr_count = args.csr_count;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetTensor>(Ctx& c, const CalbinGetTensor::In& in, CalbinGetTensor::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetTensor_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  put_enum(args.direction, in.direction);
+  args.index = in.index;
+  Failure f = call(c, c.api->Calbin_GetTensor(&args));
+  out.name = str(args.name);
+  out.role = get_enum(args.role);
+  out.dtype = get_enum(args.dtype);
+  out.rank = args.rank;
+  std::copy(std::begin(args.dims), std::end(args.dims), out.dims.begin());
+  out.layout = get_enum(args.layout);
+  out.tile_d0 = args.tile_d0;
+  out.size_bytes = args.size_bytes;
+  out.device_address = args.device_address;
+  out.chip_mask = args.chip_mask;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetCsr>(Ctx& c, const CalbinGetCsr::In& in, CalbinGetCsr::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetCsr_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  args.index = in.index;
+  Failure f = call(c, c.api->Calbin_GetCsr(&args));
+  out.name = str(args.name);
+  out.address = args.address;
+  return f;
+}
+
+template <>
+Failure run<CalbinConfigure>(Ctx& c, const CalbinConfigure::In& in, CalbinConfigure::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_Configure_Args>();
+  args.calbin = calbin;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Calbin_Configure(&args));
+  out.configure_time_ns = args.configure_time_ns;
+  out.chip_count = args.chip_count;
+  std::copy(std::begin(args.memory_used_bytes), std::end(args.memory_used_bytes),
+            out.memory_used_bytes.begin());
+  return f;
+}
+
+// ---- Buffer -------------------------------------------------------------------------
+
+template <>
+Failure run<BufferCreate>(Ctx& c, const BufferCreate::In& in, BufferCreate::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Buffer_Create_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  put_enum(args.direction, in.direction);
+  args.slot = in.slot;
+  Failure f = call(c, c.api->Buffer_Create(&args));
+  if (f.ok()) out.buffer.id = c.objects->handles.add(HandleKind::buffer, args.buffer, in.calbin.id);
+  return f;
+}
+
+template <>
+Failure run<BufferDestroy>(Ctx& c, const BufferDestroy::In& in, BufferDestroy::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.handle, "handle");
+  auto args = make_args<Calrt_Buffer_Destroy_Args>();
+  args.buffer = buffer;
+  Failure f = call(c, c.api->Buffer_Destroy(&args));
+  if (f.ok()) {
+    c.objects->handles.remove(in.handle.id);
+    forget_buffer_mappings(*c.objects, in.handle.id);
+  }
+  return f;
+}
+
+template <>
+Failure run<BufferMap>(Ctx& c, const BufferMap::In& in, BufferMap::Out& out) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_Map_Args>();
+  args.buffer = buffer;
+  args.tensor_index = in.tensor_index;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Buffer_Map(&args));
+  if (!f.ok()) return f;
+  if (args.size_bytes > kMaxMapBytes || (args.data == nullptr && args.size_bytes > 0)) {
+    auto unmap = make_args<Calrt_Buffer_Unmap_Args>();
+    unmap.buffer = buffer;
+    unmap.tensor_index = in.tensor_index;
+    (void)call(c, c.api->Buffer_Unmap(&unmap));
+    return {CALRT_OUT_OF_RANGE,
+            "Buffer_Map: buffer " + std::to_string(in.buffer.id) + " tensor " +
+                std::to_string(in.tensor_index) + ": " + std::to_string(args.size_bytes) +
+                " bytes exceed the service's frame limit of " + std::to_string(kMaxMapBytes)};
+  }
+  const auto* bytes = static_cast<const uint8_t*>(args.data);
+  out.data.assign(bytes, bytes + args.size_bytes);
+  c.objects->mappings[{in.buffer.id, in.tensor_index}] = {args.data, args.size_bytes};
+  return {};
+}
+
+template <>
+Failure run<BufferUnmap>(Ctx& c, const BufferUnmap::In& in, BufferUnmap::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  if (in.write_back > 1) {
+    return {CALRT_INVALID_ARGUMENT, "Buffer_Unmap: field 'write_back': " +
+                                        std::to_string(in.write_back) + " is neither 0 nor 1"};
+  }
+  const auto key = std::make_pair(in.buffer.id, in.tensor_index);
+  const auto mapping = c.objects->mappings.find(key);
+  if (in.write_back == 1 && mapping != c.objects->mappings.end()) {
+    if (in.data.size() != mapping->second.size) {
+      return {CALRT_INVALID_ARGUMENT, "Buffer_Unmap: buffer " + std::to_string(in.buffer.id) +
+                                          " tensor " + std::to_string(in.tensor_index) +
+                                          ": write-back of " + std::to_string(in.data.size()) +
+                                          " bytes, the tensor has " +
+                                          std::to_string(mapping->second.size)};
+    }
+    if (!in.data.empty()) std::memcpy(mapping->second.data, in.data.data(), in.data.size());
+  }
+  auto args = make_args<Calrt_Buffer_Unmap_Args>();
+  args.buffer = buffer;
+  args.tensor_index = in.tensor_index;
+  Failure f = call(c, c.api->Buffer_Unmap(&args));
+  if (f.ok()) c.objects->mappings.erase(key);
+  return f;
+}
+
+template <>
+Failure run<BufferSetCsr>(Ctx& c, const BufferSetCsr::In& in, BufferSetCsr::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_SetCsr_Args>();
+  args.buffer = buffer;
+  args.csr_index = in.csr_index;
+  args.value = in.value;
+  return call(c, c.api->Buffer_SetCsr(&args));
+}
+
+template <>
+Failure run<BufferGetCsr>(Ctx& c, const BufferGetCsr::In& in, BufferGetCsr::Out& out) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_GetCsr_Args>();
+  args.buffer = buffer;
+  args.csr_index = in.csr_index;
+  Failure f = call(c, c.api->Buffer_GetCsr(&args));
+  out.value = args.value;
+  return f;
+}
+
+// ---- Job ----------------------------------------------------------------------------
+
+template <>
+Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
+  SIMDEV_GET(output, CalrtBuffer, HandleKind::buffer, in.output, "output");
+  auto args = make_args<Calrt_Job_Submit_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  args.input = input;
+  args.output = output;
+  Failure f = call(c, c.api->Job_Submit(&args));
+  if (f.ok()) out.job.id = c.objects->handles.add(HandleKind::job, args.job, in.calbin.id);
+  return f;
+}
+
+template <>
+Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.job, "job");
+  auto args = make_args<Calrt_Job_Wait_Args>();
+  args.job = job;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Job_Wait(&args));
+  out.result = get_enum(args.result);
+  out.state = get_enum(args.state);
+  return f;
+}
+
+template <>
+Failure run<JobStatus>(Ctx& c, const JobStatus::In& in, JobStatus::Out& out) {
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  auto args = make_args<Calrt_Job_Status_Args>();
+  args.job = job;
+  Failure f = call(c, c.api->Job_Status(&args));
+  out.state = get_enum(args.state);
+  out.code = get_enum(args.code);
+  out.message = str(args.message);
+  out.submit_time_ns = args.submit_time_ns;
+  out.start_time_ns = args.start_time_ns;
+  out.end_time_ns = args.end_time_ns;
+  out.h2d_end_time_ns = args.h2d_end_time_ns;
+  out.compute_end_time_ns = args.compute_end_time_ns;
+  out.compute_start_time_ns = args.compute_start_time_ns;
+  return f;
+}
+
+template <>
+Failure run<JobCancel>(Ctx& c, const JobCancel::In& in, JobCancel::Out&) {
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  auto args = make_args<Calrt_Job_Cancel_Args>();
+  args.job = job;
+  return call(c, c.api->Job_Cancel(&args));
+}
+
+template <>
+Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& in, JobDestroy::Out&) {
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  auto args = make_args<Calrt_Job_Destroy_Args>();
+  args.job = job;
+  Failure f = call(c, c.api->Job_Destroy(&args));
+  if (f.ok()) c.objects->handles.remove(in.handle.id);
+  return f;
+}
+
+// ---- KV -----------------------------------------------------------------------------
+
+template <>
+Failure run<KvAllocate>(Ctx& c, const KvAllocate::In& in, KvAllocate::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Kv_Allocate_Args>();
+  args.calbin = calbin;
+  args.capacity_tokens = in.capacity_tokens;
+  Failure f = call(c, c.api->Kv_Allocate(&args));
+  if (f.ok()) out.kv.id = c.objects->handles.add(HandleKind::kv, args.kv, in.calbin.id);
+  return f;
+}
+
+template <>
+Failure run<KvApply>(Ctx& c, const KvApply::In& in, KvApply::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.kv, "kv");
+  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
+  auto args = make_args<Calrt_Kv_Apply_Args>();
+  args.kv = kv;
+  args.input = input;
+  return call(c, c.api->Kv_Apply(&args));
+}
+
+template <>
+Failure run<KvFree>(Ctx& c, const KvFree::In& in, KvFree::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Free_Args>();
+  args.kv = kv;
+  Failure f = call(c, c.api->Kv_Free(&args));
+  if (f.ok()) c.objects->handles.remove(in.handle.id);
+  return f;
+}
+
+template <>
+Failure run<KvClear>(Ctx& c, const KvClear::In& in, KvClear::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Clear_Args>();
+  args.kv = kv;
+  return call(c, c.api->Kv_Clear(&args));
+}
+
+template <>
+Failure run<KvInfo>(Ctx& c, const KvInfo::In& in, KvInfo::Out& out) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Info_Args>();
+  args.kv = kv;
+  Failure f = call(c, c.api->Kv_Info(&args));
+  out.capacity_tokens = args.capacity_tokens;
+  out.filled_tokens = args.filled_tokens;
+  return f;
+}
+
+template <>
+Failure run<KvCapacity>(Ctx& c, const KvCapacity::In& in, KvCapacity::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Capacity_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Kv_Capacity(&args));
+  out.total_tokens = args.total_tokens;
+  out.free_tokens = args.free_tokens;
+  out.largest_free_tokens = args.largest_free_tokens;
+  out.bytes_per_token_per_chip = args.bytes_per_token_per_chip;
+  out.live_handles = args.live_handles;
+  return f;
+}
+
+// ---- Extensions ---------------------------------------------------------------------
+
+template <>
+Failure run<ClockGet>(Ctx& c, const ClockGet::In& in, ClockGet::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
+  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
+  auto args = make_args<Calrt_Clock_Get_Args>();
+  args.device = device;
+  Failure f = call(c, ext->Clock_Get(&args));
+  out.mode = get_enum(args.mode);
+  out.device_time_ns = args.device_time_ns;
+  return f;
+}
+
+template <>
+Failure run<ClockHostSpend>(Ctx& c, const ClockHostSpend::In& in, ClockHostSpend::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
+  auto args = make_args<Calrt_Clock_HostSpend_Args>();
+  args.device = device;
+  args.duration_ns = in.duration_ns;
+  return call(c, ext->Clock_HostSpend(&args));
+}
+
+template <>
+Failure run<TraceEnable>(Ctx& c, const TraceEnable::In& in, TraceEnable::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
+  auto args = make_args<Calrt_Trace_Enable_Args>();
+  args.device = device;
+  args.enable = in.enable;
+  args.capacity_events = in.capacity_events;
+  return call(c, ext->Trace_Enable(&args));
+}
+
+template <>
+Failure run<TraceRead>(Ctx& c, const TraceRead::In& in, TraceRead::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
+  // The caller may ask for more than one frame carries; it reads the rest on the next call.
+  std::vector<CalrtTraceEvent> events(std::min<uint64_t>(in.capacity, kMaxTraceEvents));
+  auto args = make_args<Calrt_Trace_Read_Args>();
+  args.device = device;
+  args.events = events.empty() ? nullptr : events.data();
+  args.event_struct_size = sizeof(CalrtTraceEvent);
+  args.capacity = events.size();
+  Failure f = call(c, ext->Trace_Read(&args));
+  out.dropped = args.dropped;
+  const size_t count = std::min(args.count, events.size());
+  out.events.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const CalrtTraceEvent& e = events[i];
+    WireTraceEvent& w = out.events.emplace_back();
+    w.track = get_enum(e.track);
+    w.kind = get_enum(e.kind);
+    w.chip = e.chip;
+    w.layer = e.layer;
+    w.job_serial = e.job_serial;
+    w.begin_ns = e.begin_ns;
+    w.end_ns = e.end_ns;
+    w.bytes = e.bytes;
+    w.flops = e.flops;
+    w.label = str(e.label);
+  }
+  return f;
+}
+
+template <>
+Failure run<FaultSetPlan>(Ctx& c, const FaultSetPlan::In& in, FaultSetPlan::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtFaultExtension, CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE, "fault");
+  if (in.plan_null > 1) {
+    return {CALRT_INVALID_ARGUMENT, "Fault_SetPlan: field 'plan_null': " +
+                                        std::to_string(in.plan_null) + " is neither 0 nor 1"};
+  }
+  // plan_size is the caller's; with a plan present it must describe the bytes that came,
+  // or the runtime would read past them.
+  if (in.plan_null == 0 && in.plan_size != in.plan.size()) {
+    return {CALRT_INVALID_ARGUMENT,
+            "Fault_SetPlan: field 'plan_size': " + std::to_string(in.plan_size) +
+                " but the plan has " + std::to_string(in.plan.size()) + " bytes"};
+  }
+  static const char kEmpty[1] = {0};
+  auto args = make_args<Calrt_Fault_SetPlan_Args>();
+  args.device = device;
+  args.plan = in.plan_null      ? nullptr
+              : in.plan.empty() ? kEmpty
+                                : reinterpret_cast<const char*>(in.plan.data());
+  args.plan_size = static_cast<size_t>(in.plan_size);
+  return call(c, ext->Fault_SetPlan(&args));
+}
+
+template <>
+Failure run<FaultGetHits>(Ctx& c, const FaultGetHits::In& in, FaultGetHits::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtFaultExtension, CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE, "fault");
+  std::vector<CalrtFaultHit> hits(std::min<uint64_t>(in.capacity, kMaxFaultHits));
+  auto args = make_args<Calrt_Fault_GetHits_Args>();
+  args.device = device;
+  args.hits = hits.empty() ? nullptr : hits.data();
+  args.hit_struct_size = sizeof(CalrtFaultHit);
+  args.capacity = hits.size();
+  Failure f = call(c, ext->Fault_GetHits(&args));
+  out.count = args.count;
+  const size_t written = std::min(args.count, hits.size());
+  for (size_t i = 0; f.ok() && i < written; ++i) {
+    out.hits.push_back({str(hits[i].kind), str(hits[i].site), hits[i].count});
+  }
+  return f;
+}
+
+template <>
+Failure run<DiagReport>(Ctx& c, const DiagReport::In& in, DiagReport::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
+  std::vector<char> buffer(std::min<uint64_t>(in.capacity, kMaxReportBytes));
+  auto args = make_args<Calrt_Diag_Report_Args>();
+  args.device = device;
+  args.buffer = buffer.empty() ? nullptr : buffer.data();
+  args.capacity = buffer.size();
+  Failure f = call(c, ext->Diag_Report(&args));
+  out.size = args.size;
+  if (f.ok() && args.size <= buffer.size()) {
+    out.report.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(args.size));
+  }
+  return f;
+}
+
+template <>
+Failure run<DiagStateHash>(Ctx& c, const DiagStateHash::In& in, DiagStateHash::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
+  SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
+  auto args = make_args<Calrt_Diag_StateHash_Args>();
+  args.device = device;
+  Failure f = call(c, ext->Diag_StateHash(&args));
+  out.hash = args.hash;
+  return f;
+}
+
+#undef SIMDEV_GET
+#undef SIMDEV_EXT
+
+void log_release_error(const char* what, uint64_t id, const Failure& f) {
+  if (!f.ok()) spdlog::debug("session release: {} {}: {}", what, id, f.message);
+}
+
+}  // namespace
+
+Outcome dispatch(DispatchContext& context, const Request& request) {
+  return std::visit(
+      [&](const auto& tagged) {
+        using C = typename std::decay_t<decltype(tagged)>::CallType;
+        Response<C> response;
+        context.call_name = to_string(C::kCall);
+        try {
+          Failure f = run<C>(context, tagged.in, response.out);
+          response.code = f.code;
+          response.message = std::move(f.message);
+        } catch (const std::exception& e) {
+          response = Response<C>{};
+          response.code = CALRT_INTERNAL;
+          response.message = std::string(to_string(C::kCall)) + ": daemon exception: " + e.what();
+        }
+        return Outcome{C::kCall, response.code, encode_response_payload<C>(response)};
+      },
+      request);
+}
+
+Failure release_session(DispatchContext& c) {
+  SessionObjects& objects = *c.objects;
+  const CalrtApi* api = c.api;
+  // Jobs first: a job owns its buffers and KV until it is final.
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::job)) {
+    auto cancel = make_args<Calrt_Job_Cancel_Args>();
+    cancel.job = static_cast<CalrtJob*>(handle);
+    log_release_error("job cancel", id, take_error(api, api->Job_Cancel(&cancel)));
+    auto destroy = make_args<Calrt_Job_Destroy_Args>();
+    destroy.job = static_cast<CalrtJob*>(handle);
+    log_release_error("job destroy", id, take_error(api, api->Job_Destroy(&destroy)));
+  }
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::kv)) {
+    auto args = make_args<Calrt_Kv_Free_Args>();
+    args.kv = static_cast<CalrtKv*>(handle);
+    log_release_error("KV free", id, take_error(api, api->Kv_Free(&args)));
+  }
+  for (const auto& [key, mapping] : objects.mappings) {
+    auto buffer = objects.handles.find(key.first, HandleKind::buffer, "buffer");
+    if (!buffer) continue;
+    auto args = make_args<Calrt_Buffer_Unmap_Args>();
+    args.buffer = static_cast<CalrtBuffer*>(*buffer);
+    args.tensor_index = key.second;
+    log_release_error("buffer unmap", key.first, take_error(api, api->Buffer_Unmap(&args)));
+  }
+  objects.mappings.clear();
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::buffer)) {
+    auto args = make_args<Calrt_Buffer_Destroy_Args>();
+    args.buffer = static_cast<CalrtBuffer*>(handle);
+    log_release_error("buffer destroy", id, take_error(api, api->Buffer_Destroy(&args)));
+  }
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::calbin)) {
+    auto args = make_args<Calrt_Calbin_Destroy_Args>();
+    args.calbin = static_cast<CalrtCalbin*>(handle);
+    log_release_error("calbin destroy", id, take_error(api, api->Calbin_Destroy(&args)));
+  }
+  objects.handles.clear();
+  Failure detached;
+  if (objects.attached) {
+    objects.attached = false;
+    detached = c.host->detach();
+  }
+  return detached;
+}
+
+bool is_wait_call(const Request& request) {
+  return std::holds_alternative<Tagged<JobWait>>(request);
+}
+
+Call call_of(const Request& request) {
+  return std::visit(
+      [](const auto& tagged) { return std::decay_t<decltype(tagged)>::CallType::kCall; }, request);
+}
+
+}  // namespace simdev::service::server

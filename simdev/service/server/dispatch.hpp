@@ -1,0 +1,54 @@
+// dispatch.hpp: runs one decoded request against the simulator's C table: fills the args
+// struct from the request's In (enums by raw value), calls, turns the CalrtError* into code
+// and message, and fills the response's Out. Also releases what a session holds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "abi/calrt.h"
+#include "simdev/service/protocol.hpp"
+#include "simdev/service/server/device_host.hpp"
+#include "simdev/service/server/handle_table.hpp"
+
+namespace simdev::service::server {
+
+// What one session owns on the device. Touched only on the device lane, except the handle
+// table, which the session's wait lane reads too (it locks itself).
+struct SessionObjects {
+  struct Mapping {
+    void* data = nullptr;
+    uint64_t size = 0;
+  };
+  HandleTable handles;
+  // (buffer id, tensor index) -> the daemon-side mapping, kept until Buffer_Unmap.
+  std::map<std::pair<uint64_t, uint32_t>, Mapping> mappings;
+  bool attached = false;
+};
+
+struct DispatchContext {
+  const CalrtApi* api = nullptr;
+  DeviceHost* host = nullptr;
+  SessionObjects* objects = nullptr;
+  const char* call_name = "";  // of the call being run, for messages
+};
+
+struct Outcome {
+  Call call = Call::device_create;
+  uint32_t code = CALRT_OK;
+  std::vector<uint8_t> payload;  // the response payload
+};
+
+Outcome dispatch(DispatchContext& context, const Request& request);
+
+// Cancels the session's jobs, then releases its KV handles, buffers and calbins in that
+// order, and detaches it from the device. Idempotent. Returns the detach's outcome.
+Failure release_session(DispatchContext& context);
+
+// Requests that go to the session's wait lane instead of the device lane.
+bool is_wait_call(const Request& request);
+Call call_of(const Request& request);
+
+}  // namespace simdev::service::server

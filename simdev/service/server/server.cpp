@@ -1,0 +1,285 @@
+#include "simdev/service/server/server.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <set>
+
+#include <spdlog/spdlog.h>
+#include <tl/expected.hpp>
+
+#include "simdev/runtime/sim_api.h"
+#include "simdev/service/server/asio.hpp"
+#include "simdev/service/server/device_host.hpp"
+#include "simdev/service/server/lane.hpp"
+#include "simdev/service/server/session.hpp"
+
+namespace simdev::service::server {
+namespace {
+
+// Every session is told goodbye at shutdown; those that do not go within this bound are cut.
+constexpr auto kShutdownBound = std::chrono::milliseconds(3000);
+constexpr auto kShutdownPoll = std::chrono::milliseconds(20);
+
+using local = asio::local::stream_protocol;
+using tcp = asio::ip::tcp;
+
+// A socket file at path: refuses anything that is not a socket or that someone listens on,
+// and removes a stale one so that bind can succeed.
+tl::expected<void, std::string> clear_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return tl::unexpected("--socket " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return tl::unexpected("--socket " + path +
+                          " exists and is not a socket; refusing to replace it");
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return tl::unexpected(std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int err = errno;
+  ::close(fd);
+  if (rc == 0) {
+    return tl::unexpected("--socket " + path + ": another daemon is listening there");
+  }
+  if (err != ECONNREFUSED && err != ENOENT) {
+    return tl::unexpected("--socket " + path +
+                          ": probing the existing socket: " + std::strerror(err));
+  }
+  spdlog::info("removing stale socket {}", path);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return tl::unexpected("--socket " + path +
+                          ": removing the stale socket: " + std::strerror(errno));
+  }
+  return {};
+}
+
+class Server {
+ public:
+  explicit Server(const ServerOptions& options, const CalrtApi* api)
+      : options_(options),
+        host_(api, options.device_config),
+        shared_{io_, api, host_, device_lane_, options.keepalive_ms, options.max_clients, 0, 0, 0,
+                0,   {0}, {}},
+        unix_acceptor_(io_),
+        tcp_acceptor_(io_),
+        keepalive_timer_(io_),
+        shutdown_timer_(io_),
+        signals_(io_, SIGINT, SIGTERM) {
+    shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
+  }
+
+  ~Server() {
+    if (socket_created_) ::unlink(options_.socket_path.c_str());
+  }
+
+  tl::expected<void, std::string> listen() {
+    const std::string& path = options_.socket_path;
+    if (path.empty()) return tl::unexpected(std::string("--socket: empty path"));
+    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      return tl::unexpected("--socket " + path + ": path of " + std::to_string(path.size()) +
+                            " bytes exceeds the Unix socket limit of " +
+                            std::to_string(sizeof(sockaddr_un{}.sun_path) - 1));
+    }
+    if (auto cleared = clear_stale_socket(path); !cleared) return cleared;
+    std::error_code ec;
+    unix_acceptor_.open(local(), ec);
+    if (!ec) {
+      // Owner-only from the moment the file exists: the umask covers bind, chmod makes sure.
+      const mode_t old_mask = ::umask(0177);
+      unix_acceptor_.bind(local::endpoint(path), ec);
+      ::umask(old_mask);
+      if (!ec) socket_created_ = true;
+    }
+    if (!ec && ::chmod(path.c_str(), 0600) != 0) {
+      ec = std::error_code(errno, std::generic_category());
+    }
+    if (!ec) unix_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return tl::unexpected("--socket " + path + ": " + ec.message());
+
+    if (options_.tcp_port) {
+      const tcp::endpoint endpoint(asio::ip::make_address_v4("127.0.0.1"), *options_.tcp_port);
+      tcp_acceptor_.open(endpoint.protocol(), ec);
+      if (!ec) tcp_acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+      if (!ec) tcp_acceptor_.bind(endpoint, ec);
+      if (!ec) tcp_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        return tl::unexpected("--tcp " + std::to_string(*options_.tcp_port) + ": " + ec.message());
+      }
+      tcp_port_ = tcp_acceptor_.local_endpoint().port();
+    }
+    return {};
+  }
+
+  void print_ready() const {
+    // One write, so that a reader never sees the Unix line without the TCP one.
+    std::string lines = "simdev serve: listening on unix:" + options_.socket_path + "\n";
+    if (options_.tcp_port) {
+      lines += "simdev serve: listening on tcp:127.0.0.1:" + std::to_string(tcp_port_) + "\n";
+    }
+    std::fwrite(lines.data(), 1, lines.size(), stdout);
+    std::fflush(stdout);
+  }
+
+  void run() {
+    accept_unix();
+    if (options_.tcp_port) accept_tcp();
+    schedule_keepalive();
+    signals_.async_wait([this](std::error_code ec, int signal) {
+      if (!ec) {
+        spdlog::info("signal {}: shutting down", signal);
+        begin_shutdown();
+      }
+    });
+    // A handler that throws (out of memory on one client's frame) costs that handler, not
+    // the daemon: run resumes where it stopped.
+    while (true) {
+      try {
+        io_.run();
+        break;
+      } catch (const std::exception& e) {
+        spdlog::error("io handler threw: {}", e.what());
+      }
+    }
+    // A forced end (the shutdown bound passed): cut what is left, let the device lane run
+    // the cleanups, then release the device.
+    for (const auto& s : std::set<std::shared_ptr<Session>>(sessions_)) s->close_now();
+    sessions_.clear();
+    device_lane_.post([this] { host_.destroy_now(); });
+    device_lane_.stop_and_join();
+  }
+
+  const ServerShared& stats() const { return shared_; }
+
+ private:
+  void accept_unix() {
+    auto socket = std::make_shared<Session::Socket>(io_);
+    unix_acceptor_.async_accept(*socket, [this, socket](std::error_code ec) {
+      if (ec == asio::error::operation_aborted || shutting_down_) return;
+      if (!ec) admit(std::move(*socket), "unix");
+      accept_unix();
+    });
+  }
+
+  void accept_tcp() {
+    auto socket = std::make_shared<Session::Socket>(io_);
+    tcp_acceptor_.async_accept(*socket, [this, socket](std::error_code ec) {
+      if (ec == asio::error::operation_aborted || shutting_down_) return;
+      if (!ec) admit(std::move(*socket), "tcp");
+      accept_tcp();
+    });
+  }
+
+  void admit(Session::Socket socket, const char* transport) {
+    auto session = std::make_shared<Session>(shared_, std::move(socket), transport);
+    sessions_.insert(session);
+    session->start();
+  }
+
+  void schedule_keepalive() {
+    keepalive_timer_.expires_after(std::chrono::milliseconds(options_.keepalive_ms));
+    keepalive_timer_.async_wait([this](std::error_code ec) {
+      if (ec || shutting_down_) return;
+      for (const auto& s : sessions_) s->send_keepalive();
+      schedule_keepalive();
+    });
+  }
+
+  void begin_shutdown() {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    std::error_code ignored;
+    unix_acceptor_.close(ignored);
+    tcp_acceptor_.close(ignored);
+    keepalive_timer_.cancel();
+    for (const auto& s : std::set<std::shared_ptr<Session>>(sessions_)) s->shutdown_notice();
+    shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownBound;
+    poll_shutdown();
+  }
+
+  void poll_shutdown() {
+    if ((sessions_.empty() && shared_.cleanups_pending.load() == 0) ||
+        std::chrono::steady_clock::now() >= shutdown_deadline_) {
+      signals_.cancel();
+      io_.stop();
+      return;
+    }
+    shutdown_timer_.expires_after(kShutdownPoll);
+    shutdown_timer_.async_wait([this](std::error_code ec) {
+      if (!ec) poll_shutdown();
+    });
+  }
+
+  ServerOptions options_;
+  asio::io_context io_;
+  DeviceHost host_;
+  Lane device_lane_{"device"};
+  ServerShared shared_;
+  local::acceptor unix_acceptor_;
+  tcp::acceptor tcp_acceptor_;
+  asio::steady_timer keepalive_timer_;
+  asio::steady_timer shutdown_timer_;
+  asio::signal_set signals_;
+  std::set<std::shared_ptr<Session>> sessions_;
+  bool socket_created_ = false;
+  uint16_t tcp_port_ = 0;
+  bool shutting_down_ = false;
+  std::chrono::steady_clock::time_point shutdown_deadline_{};
+};
+
+}  // namespace
+
+int run_server(const ServerOptions& options) {
+  if (options.max_clients < 1 || options.max_clients > 64) {
+    spdlog::error("--max-clients {}: must be in 1..64", options.max_clients);
+    return 1;
+  }
+  if (options.keepalive_ms == 0) {
+    spdlog::error("--keepalive-ms 0: must be at least 1");
+    return 1;
+  }
+  const CalrtApi* api = calrt_sim_get_api(CALRT_ABI_MAJOR);
+  if (api == nullptr) {
+    spdlog::error("the simulator's runtime does not implement ABI major {}", CALRT_ABI_MAJOR);
+    return 1;
+  }
+  // A client that vanishes mid-write must cost an error code, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  uint64_t served = 0;
+  size_t peak = 0;
+  uint64_t errors = 0;
+  {
+    Server server(options, api);
+    if (auto listening = server.listen(); !listening) {
+      spdlog::error("simdev serve: {}", listening.error());
+      return 1;
+    }
+    server.print_ready();
+    server.run();
+    served = server.stats().sessions_served;
+    peak = server.stats().peak_sessions;
+    errors = server.stats().protocol_errors;
+  }
+  std::printf(
+      "simdev serve: stopped: %llu sessions served, peak %zu concurrent, %llu protocol "
+      "errors\n",
+      static_cast<unsigned long long>(served), peak, static_cast<unsigned long long>(errors));
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace simdev::service::server

@@ -1,0 +1,26 @@
+// server.hpp: `simdev serve`, the daemon (PROTOCOL.md). One io_context thread runs the
+// listeners (the owner-only Unix socket and an optional loopback TCP port), the sessions'
+// reads and writes, the keepalive timer and the signal handling; the device lane thread runs
+// device calls in arrival order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace simdev::service::server {
+
+struct ServerOptions {
+  std::string socket_path;
+  std::optional<uint16_t> tcp_port;  // 0: any free port
+  std::string device_config;
+  uint32_t max_clients = 16;
+  uint32_t keepalive_ms = 250;
+};
+
+// Runs the daemon until SIGTERM or SIGINT. Prints the listening lines to stdout when ready
+// and a summary at exit. Returns the process exit code (0 after a clean shutdown, 1 when it
+// could not start: the reason is logged).
+int run_server(const ServerOptions& options);
+
+}  // namespace simdev::service::server

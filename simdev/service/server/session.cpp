@@ -1,0 +1,347 @@
+#include "simdev/service/server/session.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "simdev/service/protocol.hpp"
+
+namespace simdev::service::server {
+namespace {
+
+// A goodbye or refusal is flushed before the close; a client that does not read is cut off
+// after this long.
+constexpr auto kCloseFlushBound = std::chrono::milliseconds(1000);
+// Keepalives are skipped while this many frames wait to be written: a client that does
+// not read must not make the daemon buffer without bound.
+constexpr size_t kKeepaliveQueueBound = 64;
+
+const char* type_name(MessageType type) {
+  switch (type) {
+    case MessageType::hello:
+      return "hello";
+    case MessageType::welcome:
+      return "welcome";
+    case MessageType::refused:
+      return "refused";
+    case MessageType::keepalive:
+      return "keepalive";
+    case MessageType::goodbye:
+      return "goodbye";
+    case MessageType::request:
+      return "request";
+    case MessageType::response:
+      return "response";
+  }
+  return "unknown";
+}
+
+std::string hex(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+
+}  // namespace
+
+Session::Session(ServerShared& shared, Socket socket, std::string peer)
+    : shared_(shared),
+      socket_(std::move(socket)),
+      close_timer_(shared.io),
+      peer_(std::move(peer)),
+      session_id_(next_wire_id()) {}
+
+Session::~Session() {
+  // The cleanup stopped the wait lane; this covers a session dropped at a forced exit.
+  if (wait_lane_) wait_lane_->stop_and_join();
+}
+
+void Session::start() {
+  spdlog::debug("session {}: connected ({})", session_id_, peer_);
+  read_more();
+}
+
+void Session::read_more() {
+  socket_.async_read_some(
+      asio::buffer(read_buffer_), [self = shared_from_this()](std::error_code ec, size_t n) {
+        if (self->phase_ == Phase::closed || self->phase_ == Phase::closing) return;
+        if (ec) {
+          if (self->splitter_.pending_bytes() > 0) {
+            spdlog::info("session {}: connection ended inside a frame ({} bytes pending)",
+                         self->session_id_, self->splitter_.pending_bytes());
+          }
+          self->close_now();
+          return;
+        }
+        self->splitter_.append(std::span<const uint8_t>(self->read_buffer_.data(), n));
+        while (self->phase_ == Phase::awaiting_hello || self->phase_ == Phase::welcomed) {
+          auto frame = self->splitter_.next();
+          if (!frame) {
+            self->violation(frame.error());
+            return;
+          }
+          if (!*frame) break;
+          self->on_frame(**frame);
+        }
+        if (self->phase_ == Phase::awaiting_hello || self->phase_ == Phase::welcomed) {
+          self->read_more();
+        }
+      });
+}
+
+void Session::on_frame(Frame& frame) {
+  switch (frame.header.type) {
+    case MessageType::hello:
+      if (phase_ != Phase::awaiting_hello) {
+        violation("a second hello on this connection");
+        return;
+      }
+      on_hello(frame);
+      return;
+    case MessageType::request:
+      if (phase_ != Phase::welcomed) {
+        violation("a request before hello");
+        return;
+      }
+      on_request(frame);
+      return;
+    case MessageType::goodbye: {
+      auto notice = decode_payload<Notice>(frame.payload, "goodbye");
+      spdlog::debug("session {}: client said goodbye ({})", session_id_,
+                    notice ? notice->message : notice.error());
+      close_now();
+      return;
+    }
+    case MessageType::welcome:
+    case MessageType::refused:
+    case MessageType::keepalive:
+    case MessageType::response:
+      violation(std::string("a ") + type_name(frame.header.type) +
+                " frame, which only the daemon sends");
+      return;
+  }
+}
+
+void Session::on_hello(const Frame& frame) {
+  auto hello = decode_payload<Hello>(frame.payload, "hello");
+  if (!hello) {
+    violation(hello.error());
+    return;
+  }
+  client_name_ = hello->client_name;
+  if (hello->magic != kHelloMagic) {
+    refuse(CALRT_INVALID_ARGUMENT,
+           "hello: field 'magic': " + hex(hello->magic) + " is not " + hex(kHelloMagic));
+    return;
+  }
+  if (hello->protocol_major != kProtocolMajor) {
+    refuse(kAbiMismatchCode,
+           "hello: field 'protocol_major': " + std::to_string(hello->protocol_major) +
+               ", the daemon speaks protocol " + std::to_string(kProtocolMajor) + "." +
+               std::to_string(kProtocolMinor));
+    return;
+  }
+  if (hello->abi_major != CALRT_ABI_MAJOR) {
+    refuse(kAbiMismatchCode, "hello: field 'abi_major': " + std::to_string(hello->abi_major) +
+                                 ", the daemon's runtime implements ABI " +
+                                 std::to_string(CALRT_ABI_MAJOR) + "." +
+                                 std::to_string(CALRT_ABI_MINOR));
+    return;
+  }
+  if (shared_.admitted >= shared_.max_clients) {
+    refuse(CALRT_BUSY, "the daemon serves its limit of " + std::to_string(shared_.max_clients) +
+                           " clients (--max-clients)");
+    return;
+  }
+  admitted_ = true;
+  ++shared_.admitted;
+  ++shared_.sessions_served;
+  shared_.peak_sessions = std::max(shared_.peak_sessions, shared_.admitted);
+  phase_ = Phase::welcomed;
+  Welcome welcome;
+  welcome.abi_major = shared_.api->abi_major;
+  welcome.abi_minor = shared_.api->abi_minor;
+  welcome.abi_patch = shared_.api->abi_patch;
+  welcome.session_id = session_id_;
+  welcome.keepalive_ms = shared_.keepalive_ms;
+  welcome.max_clients = shared_.max_clients;
+  welcome.server_version =
+      "simdev serve " + std::to_string(kProtocolMajor) + "." + std::to_string(kProtocolMinor);
+  spdlog::info("session {}: welcome '{}' pid {} ({})", session_id_, client_name_, hello->client_pid,
+               peer_);
+  send(encode_frame(MessageType::welcome, 0, encode_payload(welcome)));
+}
+
+void Session::on_request(Frame& frame) {
+  auto decoded = decode_request_payload(frame.payload);
+  if (!decoded) {
+    violation(decoded.error());
+    return;
+  }
+  const uint32_t id = frame.header.request_id;
+  if (outstanding_.contains(id)) {
+    violation("request id " + std::to_string(id) + " is still outstanding");
+    return;
+  }
+  const Call call = call_of(*decoded);
+  if (call == Call::device_create) {
+    if (attach_ == Attach::pending || attach_ == Attach::attached || attach_ == Attach::detached) {
+      violation("a second Device_Create on this connection");
+      return;
+    }
+    attach_ = Attach::pending;
+  } else if (attach_ == Attach::none) {
+    violation(std::string("the first request is ") + to_string(call) + ", not Device_Create");
+    return;
+  }
+  outstanding_.insert(id);
+  auto request = std::make_shared<Request>(std::move(*decoded));
+  // The work item hands its reference on to the io thread, so that the session is never
+  // destroyed on a lane thread while the io thread uses it.
+  auto work = [self = shared_from_this(), id, request]() mutable {
+    DispatchContext context;
+    context.api = self->shared_.api;
+    context.host = &self->shared_.host;
+    context.objects = &self->objects_;
+    Outcome outcome = dispatch(context, *request);
+    deliver(std::move(self), id, std::move(outcome));
+  };
+  if (is_wait_call(*request)) {
+    if (!wait_lane_) wait_lane_ = std::make_unique<Lane>("wait");
+    wait_lane_->post(std::move(work));
+  } else {
+    shared_.device_lane.post(std::move(work));
+  }
+}
+
+void Session::deliver(std::shared_ptr<Session> self, uint32_t request_id, Outcome outcome) {
+  asio::io_context& io = self->shared_.io;
+  asio::post(io, [self = std::move(self), request_id, outcome = std::move(outcome)]() mutable {
+    self->on_response(request_id, std::move(outcome));
+  });
+}
+
+void Session::on_response(uint32_t request_id, Outcome outcome) {
+  outstanding_.erase(request_id);
+  if (outcome.call == Call::device_create) {
+    attach_ = outcome.code == CALRT_OK ? Attach::attached : Attach::failed;
+  } else if (outcome.call == Call::device_destroy && outcome.code == CALRT_OK) {
+    attach_ = Attach::detached;
+  }
+  if (phase_ != Phase::welcomed) return;
+  send(encode_frame(MessageType::response, request_id, outcome.payload));
+}
+
+void Session::send_keepalive() {
+  if (phase_ != Phase::welcomed || writes_.size() >= kKeepaliveQueueBound) return;
+  send(encode_frame(MessageType::keepalive, 0, {}));
+}
+
+void Session::shutdown_notice() {
+  if (phase_ == Phase::closed || phase_ == Phase::closing) return;
+  goodbye(CALRT_DEVICE_LOST, "daemon shutting down");
+}
+
+void Session::violation(const std::string& message) {
+  ++shared_.protocol_errors;
+  spdlog::warn("session {} ('{}', {}): protocol violation: {}", session_id_, client_name_, peer_,
+               message);
+  goodbye(CALRT_INVALID_ARGUMENT, "protocol violation: " + message);
+}
+
+void Session::refuse(uint32_t code, const std::string& message) {
+  spdlog::info("session {} ({}): refused: {}", session_id_, peer_, message);
+  Notice notice{code, message};
+  send(encode_frame(MessageType::refused, 0, encode_payload(notice)));
+  close_after_flush();
+}
+
+void Session::goodbye(uint32_t code, const std::string& message) {
+  Notice notice{code, message};
+  send(encode_frame(MessageType::goodbye, 0, encode_payload(notice)));
+  close_after_flush();
+}
+
+void Session::send(std::vector<uint8_t> frame) {
+  if (phase_ == Phase::closed) return;
+  writes_.push_back(std::move(frame));
+  if (!writing_) write_next();
+}
+
+void Session::write_next() {
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(writes_.front()),
+                    [self = shared_from_this()](std::error_code ec, size_t) {
+                      if (self->phase_ == Phase::closed) return;
+                      if (ec) {
+                        self->close_now();
+                        return;
+                      }
+                      self->writes_.pop_front();
+                      if (!self->writes_.empty()) {
+                        self->write_next();
+                        return;
+                      }
+                      self->writing_ = false;
+                      if (self->close_after_flush_) self->close_now();
+                    });
+}
+
+void Session::close_after_flush() {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closing;
+  close_after_flush_ = true;
+  if (!writing_) {
+    close_now();
+    return;
+  }
+  close_timer_.expires_after(kCloseFlushBound);
+  close_timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+    if (!ec) self->close_now();
+  });
+}
+
+void Session::close_now() {
+  if (phase_ == Phase::closed) return;
+  phase_ = Phase::closed;
+  std::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+  socket_.close(ignored);
+  close_timer_.cancel();
+  writes_.clear();
+  if (admitted_) {
+    admitted_ = false;
+    --shared_.admitted;
+  }
+  spdlog::debug("session {}: closed", session_id_);
+  start_cleanup();
+  if (shared_.on_closed) shared_.on_closed(shared_from_this());
+}
+
+void Session::start_cleanup() {
+  if (attach_ == Attach::none) return;
+  shared_.cleanups_pending.fetch_add(1);
+  // Behind every request of the session already queued, so nothing it asked for runs after.
+  shared_.device_lane.post([self = shared_from_this()]() mutable {
+    DispatchContext context;
+    context.api = self->shared_.api;
+    context.host = &self->shared_.host;
+    context.objects = &self->objects_;
+    const Failure detached = release_session(context);
+    if (!detached.ok()) {
+      spdlog::warn("session {}: detach: {}", self->session_id_, detached.message);
+    }
+    // Its jobs are cancelled, so a Job_Wait still running on the wait lane returns now.
+    if (self->wait_lane_) {
+      self->wait_lane_->stop_and_join();
+      self->wait_lane_.reset();
+    }
+    self->shared_.cleanups_pending.fetch_sub(1);
+    asio::io_context& io = self->shared_.io;
+    asio::post(io, [keep = std::move(self)] {});
+  });
+}
+
+}  // namespace simdev::service::server

@@ -1,0 +1,101 @@
+// session.hpp: one client connection. Runs the handshake state machine, splits frames and
+// checks their order, sends device calls to the shared device lane and Job_Wait to the
+// session's own wait lane, writes responses in order through a write queue, and releases
+// everything the session holds on the device when the connection ends.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "simdev/service/server/asio.hpp"
+#include "simdev/service/server/device_host.hpp"
+#include "simdev/service/server/dispatch.hpp"
+#include "simdev/service/server/frame_splitter.hpp"
+#include "simdev/service/server/lane.hpp"
+
+namespace simdev::service::server {
+
+class Session;
+
+// What every session shares with the daemon. Counters without atomics are touched only on
+// the io thread.
+struct ServerShared {
+  asio::io_context& io;
+  const CalrtApi* api;
+  DeviceHost& host;
+  Lane& device_lane;
+  uint32_t keepalive_ms = 250;
+  uint32_t max_clients = 16;
+  size_t admitted = 0;
+  uint64_t sessions_served = 0;
+  size_t peak_sessions = 0;
+  uint64_t protocol_errors = 0;
+  std::atomic<size_t> cleanups_pending{0};
+  std::function<void(const std::shared_ptr<Session>&)> on_closed;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Socket = asio::generic::stream_protocol::socket;
+
+  Session(ServerShared& shared, Socket socket, std::string peer);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void start();
+  void send_keepalive();
+  // The daemon is going away: goodbye DEVICE_LOST, then close.
+  void shutdown_notice();
+  // Closes at once (no goodbye); releases the session's device objects.
+  void close_now();
+  bool closed() const { return phase_ == Phase::closed; }
+
+ private:
+  enum class Phase { awaiting_hello, welcomed, closing, closed };
+  enum class Attach { none, pending, attached, failed, detached };
+
+  void read_more();
+  void on_frame(Frame& frame);
+  void on_hello(const Frame& frame);
+  void on_request(Frame& frame);
+  void violation(const std::string& message);
+  void refuse(uint32_t code, const std::string& message);
+  void goodbye(uint32_t code, const std::string& message);
+  void send(std::vector<uint8_t> frame);
+  void write_next();
+  void close_after_flush();
+  static void deliver(std::shared_ptr<Session> self, uint32_t request_id, Outcome outcome);
+  void on_response(uint32_t request_id, Outcome outcome);
+  void start_cleanup();
+
+  ServerShared& shared_;
+  Socket socket_;
+  asio::steady_timer close_timer_;
+  std::string peer_;
+  uint64_t session_id_;
+  std::string client_name_;
+  std::array<uint8_t, 64 * 1024> read_buffer_{};
+  FrameSplitter splitter_;
+  Phase phase_ = Phase::awaiting_hello;
+  Attach attach_ = Attach::none;
+  bool admitted_ = false;
+  std::set<uint32_t> outstanding_;
+  std::deque<std::vector<uint8_t>> writes_;
+  bool writing_ = false;
+  bool close_after_flush_ = false;
+
+  // Device-lane side: the session's objects; the wait lane is made on the first Job_Wait
+  // and stopped by the cleanup on the device lane.
+  SessionObjects objects_;
+  std::unique_ptr<Lane> wait_lane_;
+};
+
+}  // namespace simdev::service::server

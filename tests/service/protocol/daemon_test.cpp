@@ -1,0 +1,576 @@
+// A real `simdev serve` over raw sockets: the handshake and its refusals, the client limit,
+// out-of-order and malformed messages (goodbye and close, while a well-behaved session keeps
+// working), handle isolation between sessions, the shared device's config, the socket's
+// mode and the shutdown. Every read is bounded by a receive timeout.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_process.hpp"
+#include "simdev/service/protocol.hpp"
+
+namespace svc = simdev::service;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct RawFrame {
+  svc::FrameHeader header;
+  std::vector<uint8_t> payload;
+};
+
+class RawClient {
+ public:
+  static RawClient unix_socket(const fs::path& path) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      throw std::runtime_error("connect " + path.string() + ": " + std::strerror(errno));
+    }
+    return RawClient(fd);
+  }
+  static RawClient tcp(const std::string& endpoint) {  // tcp:127.0.0.1:PORT
+    const auto port = static_cast<uint16_t>(std::stoi(endpoint.substr(endpoint.rfind(':') + 1)));
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      throw std::runtime_error("connect " + endpoint + ": " + std::strerror(errno));
+    }
+    return RawClient(fd);
+  }
+  RawClient(RawClient&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void send_bytes(const std::vector<uint8_t>& bytes) {
+    size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) throw std::runtime_error("send failed");
+      sent += static_cast<size_t>(n);
+    }
+  }
+  void send_frame(svc::MessageType type, uint32_t id, const std::vector<uint8_t>& payload) {
+    send_bytes(svc::encode_frame(type, id, payload));
+  }
+  template <class C>
+  void send_request(uint32_t id, const typename C::In& in) {
+    send_frame(svc::MessageType::request, id, svc::encode_request_payload<C>(in));
+  }
+  void half_close() { ::shutdown(fd_, SHUT_WR); }
+
+  // The next frame other than a keepalive; nullopt at end of stream.
+  std::optional<RawFrame> read_frame() {
+    while (true) {
+      std::vector<uint8_t> header(svc::kHeaderBytes);
+      if (!read_exact(header)) return std::nullopt;
+      auto decoded = svc::decode_header(header);
+      if (!decoded) throw std::runtime_error("daemon sent a bad header: " + decoded.error());
+      RawFrame frame{*decoded, std::vector<uint8_t>(decoded->payload_bytes())};
+      if (!read_exact(frame.payload)) throw std::runtime_error("daemon frame truncated");
+      if (frame.header.type == svc::MessageType::keepalive) {
+        ++keepalives_;
+        continue;
+      }
+      return frame;
+    }
+  }
+  // Reads until the daemon closes; fails the test on a frame other than keepalive.
+  bool closed_by_daemon() {
+    try {
+      return !read_frame().has_value();
+    } catch (const std::exception&) {
+      return true;  // ECONNRESET counts as closed
+    }
+  }
+  size_t keepalives() const { return keepalives_; }
+
+  svc::Welcome handshake(const std::string& name = "protocol-test") {
+    svc::Hello hello;
+    hello.client_name = name;
+    hello.client_pid = static_cast<uint32_t>(::getpid());
+    send_frame(svc::MessageType::hello, 0, svc::encode_payload(hello));
+    auto frame = read_frame();
+    if (!frame) throw std::runtime_error("no answer to hello");
+    if (frame->header.type != svc::MessageType::welcome) {
+      auto notice = svc::decode_payload<svc::Notice>(frame->payload, "refused");
+      throw std::runtime_error("hello not welcomed: " + (notice ? notice->message : ""));
+    }
+    auto welcome = svc::decode_payload<svc::Welcome>(frame->payload, "welcome");
+    if (!welcome) throw std::runtime_error(welcome.error());
+    return *welcome;
+  }
+
+  template <class C>
+  svc::Response<C> call(const typename C::In& in) {
+    const uint32_t id = next_id_++;
+    send_request<C>(id, in);
+    auto frame = read_frame();
+    if (!frame) throw std::runtime_error("connection closed awaiting a response");
+    if (frame->header.type != svc::MessageType::response || frame->header.request_id != id) {
+      throw std::runtime_error("unexpected frame type " +
+                               std::to_string(static_cast<int>(frame->header.type)));
+    }
+    auto response = svc::decode_response_payload<C>(frame->payload);
+    if (!response) throw std::runtime_error(response.error());
+    return *response;
+  }
+
+  uint64_t attach(const std::optional<std::string>& config = std::nullopt) {
+    svc::DeviceCreate::In in;
+    in.kind = CALRT_DEVICE_SIM;
+    in.config = config;
+    auto r = call<svc::DeviceCreate>(in);
+    if (r.code != CALRT_OK) throw std::runtime_error("Device_Create: " + r.message);
+    return r.out.device.id;
+  }
+
+ private:
+  explicit RawClient(int fd) : fd_(fd) {
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  bool read_exact(std::vector<uint8_t>& out) {
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, 0);
+      if (n == 0) return false;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) throw std::runtime_error("read timed out");
+        throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
+      }
+      got += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  uint32_t next_id_ = 1;
+  size_t keepalives_ = 0;
+};
+
+svc::Notice expect_notice(RawClient& client, svc::MessageType type) {
+  auto frame = client.read_frame();
+  if (!frame) throw std::runtime_error("closed without a notice");
+  EXPECT_EQ(frame->header.type, type);
+  auto notice = svc::decode_payload<svc::Notice>(frame->payload, "notice");
+  if (!notice) throw std::runtime_error(notice.error());
+  return *notice;
+}
+
+fs::path scratch(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() /
+                       ("svc-proto-" + std::to_string(::getpid()) + "-" + info->name() + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> args = {}) {
+    dir_ = scratch("");
+    daemon_ = std::make_unique<calrt_test::DaemonProcess>(
+        dir_, calrt_test::DaemonOptions{std::move(args)});
+  }
+  void TearDown() override {
+    daemon_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  RawClient connect() { return RawClient::unix_socket(daemon_->socket()); }
+  // The daemon still serves a fresh client end to end.
+  void expect_alive() {
+    RawClient fresh = connect();
+    fresh.handshake("fresh");
+    const uint64_t device = fresh.attach();
+    svc::DeviceStatus::In in;
+    in.device.id = device;
+    auto status = fresh.call<svc::DeviceStatus>(in);
+    EXPECT_EQ(status.code, 0u) << status.message;
+    svc::DeviceDestroy::In destroy;
+    destroy.device.id = device;
+    EXPECT_EQ(fresh.call<svc::DeviceDestroy>(destroy).code, 0u);
+  }
+
+  fs::path dir_;
+  std::unique_ptr<calrt_test::DaemonProcess> daemon_;
+};
+
+}  // namespace
+
+TEST_F(DaemonTest, HandshakeAttachStatusDetach) {
+  start({"--keepalive-ms", "50"});
+  RawClient client = connect();
+  const svc::Welcome welcome = client.handshake();
+  EXPECT_EQ(welcome.protocol_major, svc::kProtocolMajor);
+  EXPECT_EQ(welcome.abi_major, static_cast<uint32_t>(CALRT_ABI_MAJOR));
+  EXPECT_NE(welcome.session_id, 0u);
+  EXPECT_EQ(welcome.keepalive_ms, 50u);
+  EXPECT_EQ(welcome.max_clients, 16u);
+  const uint64_t device = client.attach();
+  EXPECT_NE(device, 0u);
+  std::this_thread::sleep_for(200ms);
+  svc::DeviceStatus::In in;
+  in.device.id = device;
+  auto status = client.call<svc::DeviceStatus>(in);
+  ASSERT_EQ(status.code, 0u) << status.message;
+  EXPECT_EQ(status.out.state, static_cast<uint32_t>(CALRT_DEVICE_OPEN));
+  EXPECT_EQ(status.out.abi_major, static_cast<uint32_t>(CALRT_ABI_MAJOR));
+  EXPECT_GE(client.keepalives(), 1u);
+  svc::DiagStateHash::In hash;
+  hash.handle.id = device;
+  EXPECT_EQ(client.call<svc::DiagStateHash>(hash).code, 0u);
+  svc::DeviceDestroy::In destroy;
+  destroy.device.id = device;
+  EXPECT_EQ(client.call<svc::DeviceDestroy>(destroy).code, 0u);
+}
+
+TEST_F(DaemonTest, RefusesWrongMagicProtocolAndAbi) {
+  start();
+  struct Case {
+    const char* what;
+    svc::Hello hello;
+    uint32_t code;
+    const char* field;
+  };
+  std::vector<Case> cases(3);
+  cases[0] = {"magic", {}, CALRT_INVALID_ARGUMENT, "'magic'"};
+  cases[0].hello.magic = 0x12345678;
+  cases[1] = {"protocol", {}, svc::kAbiMismatchCode, "'protocol_major'"};
+  cases[1].hello.protocol_major = svc::kProtocolMajor + 1;
+  cases[2] = {"abi", {}, svc::kAbiMismatchCode, "'abi_major'"};
+  cases[2].hello.abi_major = CALRT_ABI_MAJOR + 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    RawClient client = connect();
+    client.send_frame(svc::MessageType::hello, 0, svc::encode_payload(c.hello));
+    const svc::Notice notice = expect_notice(client, svc::MessageType::refused);
+    EXPECT_EQ(notice.code, c.code);
+    EXPECT_NE(notice.message.find(c.field), std::string::npos) << notice.message;
+    EXPECT_TRUE(client.closed_by_daemon());
+  }
+  expect_alive();
+}
+
+TEST_F(DaemonTest, ClientLimitRefusesWithBusy) {
+  start({"--max-clients", "2"});
+  RawClient a = connect();
+  a.handshake();
+  {
+    RawClient b = connect();
+    b.handshake();
+    RawClient c = connect();
+    c.send_frame(svc::MessageType::hello, 0, svc::encode_payload(svc::Hello{}));
+    const svc::Notice notice = expect_notice(c, svc::MessageType::refused);
+    EXPECT_EQ(notice.code, static_cast<uint32_t>(CALRT_BUSY));
+    EXPECT_NE(notice.message.find("limit of 2"), std::string::npos) << notice.message;
+    EXPECT_TRUE(c.closed_by_daemon());
+  }
+  // b is gone: its place frees once the daemon saw the close.
+  bool welcomed = false;
+  for (int attempt = 0; attempt < 100 && !welcomed; ++attempt) {
+    RawClient d = connect();
+    d.send_frame(svc::MessageType::hello, 0, svc::encode_payload(svc::Hello{}));
+    auto frame = d.read_frame();
+    welcomed = frame && frame->header.type == svc::MessageType::welcome;
+    if (!welcomed) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(welcomed);
+}
+
+TEST_F(DaemonTest, OutOfOrderMessagesCloseOnlyThatConnection) {
+  start();
+  RawClient good = connect();
+  good.handshake("good");
+  const uint64_t device = good.attach();
+
+  struct Case {
+    const char* what;
+    std::function<void(RawClient&)> act;
+    const char* expect;
+  };
+  const auto hello = svc::encode_payload(svc::Hello{});
+  svc::DeviceCreate::In create;
+  create.kind = CALRT_DEVICE_SIM;
+  svc::DeviceStatus::In status;
+  status.device.id = 1;
+  const std::vector<Case> cases = {
+      {"request before hello", [&](RawClient& c) { c.send_request<svc::DeviceStatus>(1, status); },
+       "request before hello"},
+      {"second hello",
+       [&](RawClient& c) {
+         c.handshake();
+         c.send_frame(svc::MessageType::hello, 0, hello);
+       },
+       "second hello"},
+      {"first request not Device_Create",
+       [&](RawClient& c) {
+         c.handshake();
+         c.send_request<svc::DeviceStatus>(1, status);
+       },
+       "not Device_Create"},
+      {"second Device_Create",
+       [&](RawClient& c) {
+         c.handshake();
+         c.attach();
+         c.send_request<svc::DeviceCreate>(9, create);
+       },
+       "second Device_Create"},
+      {"welcome from the client",
+       [&](RawClient& c) {
+         c.handshake();
+         c.send_frame(svc::MessageType::welcome, 0, svc::encode_payload(svc::Welcome{}));
+       },
+       "only the daemon sends"},
+      {"response from the client",
+       [&](RawClient& c) { c.send_frame(svc::MessageType::response, 3, {}); },
+       "only the daemon sends"},
+      {"reused request id",
+       [&](RawClient& c) {
+         c.handshake();
+         // Both in one write: the first is still outstanding when the second arrives.
+         auto bytes = svc::encode_frame(svc::MessageType::request, 7,
+                                        svc::encode_request_payload<svc::DeviceCreate>(create));
+         auto second = svc::encode_frame(svc::MessageType::request, 7,
+                                         svc::encode_request_payload<svc::DeviceStatus>(status));
+         bytes.insert(bytes.end(), second.begin(), second.end());
+         c.send_bytes(bytes);
+       },
+       "request id 7 is still outstanding"},
+      {"bad header length",
+       [&](RawClient& c) {
+         auto frame = svc::encode_frame(svc::MessageType::hello, 0, {});
+         frame[0] = 3;
+         c.send_bytes(frame);
+       },
+       "length 3"},
+      {"non-zero flags",
+       [&](RawClient& c) {
+         auto frame = svc::encode_frame(svc::MessageType::hello, 0, hello);
+         frame[6] = 1;
+         c.send_bytes(frame);
+       },
+       "flags 1"},
+      {"unknown call",
+       [&](RawClient& c) {
+         c.handshake();
+         c.send_frame(svc::MessageType::request, 1, {0x39, 0x05});
+       },
+       "unknown call 1337"},
+      {"trailing bytes",
+       [&](RawClient& c) {
+         c.handshake();
+         auto payload = svc::encode_request_payload<svc::DeviceCreate>(create);
+         payload.push_back(1);
+         c.send_frame(svc::MessageType::request, 1, payload);
+       },
+       "trailing bytes"},
+      {"bad presence flag",
+       [&](RawClient& c) {
+         c.handshake();
+         auto payload = svc::encode_request_payload<svc::DeviceCreate>(create);
+         payload[2 + 8] = 7;  // config's presence flag, after call, kind and index
+         c.send_frame(svc::MessageType::request, 1, payload);
+       },
+       "presence flag 7"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    RawClient bad = connect();
+    c.act(bad);
+    svc::Notice notice;
+    while (true) {
+      auto frame = bad.read_frame();
+      ASSERT_TRUE(frame) << "closed without goodbye";
+      if (frame->header.type == svc::MessageType::response) continue;
+      ASSERT_EQ(frame->header.type, svc::MessageType::goodbye);
+      notice = *svc::decode_payload<svc::Notice>(frame->payload, "goodbye");
+      break;
+    }
+    EXPECT_EQ(notice.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT));
+    EXPECT_NE(notice.message.find(c.expect), std::string::npos) << notice.message;
+    EXPECT_TRUE(bad.closed_by_daemon());
+    svc::DeviceStatus::In in;
+    in.device.id = device;
+    auto answer = good.call<svc::DeviceStatus>(in);
+    EXPECT_EQ(answer.code, 0u) << answer.message;
+  }
+  expect_alive();
+}
+
+TEST_F(DaemonTest, TruncatedFrameThenClose) {
+  start();
+  RawClient good = connect();
+  good.handshake();
+  const uint64_t device = good.attach();
+  {
+    RawClient bad = connect();
+    bad.handshake();
+    bad.attach();
+    auto frame = svc::encode_frame(svc::MessageType::request, 2, std::vector<uint8_t>(100, 0));
+    frame.resize(40);
+    bad.send_bytes(frame);
+  }
+  {
+    RawClient half = connect();
+    half.send_bytes({0x10, 0x00, 0x00});
+  }
+  svc::DeviceStatus::In in;
+  in.device.id = device;
+  EXPECT_EQ(good.call<svc::DeviceStatus>(in).code, 0u);
+  expect_alive();
+}
+
+TEST_F(DaemonTest, HandlesAreIsolatedBetweenSessions) {
+  start();
+  RawClient a = connect();
+  a.handshake();
+  const uint64_t device_a = a.attach();
+  RawClient b = connect();
+  b.handshake();
+  const uint64_t device_b = b.attach();
+  EXPECT_NE(device_a, device_b);
+  svc::DeviceStatus::In in;
+  in.device.id = device_a;
+  auto foreign = b.call<svc::DeviceStatus>(in);
+  EXPECT_EQ(foreign.code, static_cast<uint32_t>(CALRT_INVALID_HANDLE));
+  EXPECT_NE(foreign.message.find(std::to_string(device_a)), std::string::npos) << foreign.message;
+  // A device id used as a calbin: the kind is checked too.
+  svc::CalbinGetInfo::In info;
+  info.handle.id = device_b;
+  auto wrong_kind = b.call<svc::CalbinGetInfo>(info);
+  EXPECT_EQ(wrong_kind.code, static_cast<uint32_t>(CALRT_INVALID_HANDLE));
+  EXPECT_NE(wrong_kind.message.find("not a calbin"), std::string::npos) << wrong_kind.message;
+  // A bad enum reaches the runtime by value and is refused there.
+  svc::DeviceReset::In reset;
+  reset.device.id = device_b;
+  reset.level = 99;
+  auto bad_level = b.call<svc::DeviceReset>(reset);
+  EXPECT_EQ(bad_level.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT)) << bad_level.message;
+  // A calbin that does not exist is the runtime's answer, carried back.
+  svc::CalbinCreate::In calbin;
+  calbin.device.id = device_b;
+  calbin.path = (dir_ / "no-such-calbin").string();
+  auto missing = b.call<svc::CalbinCreate>(calbin);
+  EXPECT_EQ(missing.code, static_cast<uint32_t>(CALRT_CALBIN_INVALID)) << missing.message;
+}
+
+TEST_F(DaemonTest, SharedDeviceRefusesAnotherConfig) {
+  start({"--device-config", "dram_mib=2048"});
+  RawClient a = connect();
+  a.handshake();
+  a.attach(std::string("seed=1"));
+  RawClient b = connect();
+  b.handshake();
+  svc::DeviceCreate::In in;
+  in.kind = CALRT_DEVICE_SIM;
+  in.config = "seed=2";
+  auto busy = b.call<svc::DeviceCreate>(in);
+  EXPECT_EQ(busy.code, static_cast<uint32_t>(CALRT_BUSY));
+  EXPECT_NE(busy.message.find("seed=1"), std::string::npos) << busy.message;
+  EXPECT_NE(busy.message.find("seed=2"), std::string::npos) << busy.message;
+  // The same config joins the shared device.
+  in.config = "seed=1";
+  EXPECT_EQ(b.call<svc::DeviceCreate>(in).code, 0u);
+}
+
+TEST_F(DaemonTest, SocketIsOwnerOnlyAndTcpIsLoopback) {
+  start({"--tcp", "0"});
+  struct stat st {};
+  ASSERT_EQ(::lstat(daemon_->socket().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(daemon_->tcp_endpoint().rfind("tcp:127.0.0.1:", 0), 0u) << daemon_->tcp_endpoint();
+  RawClient client = RawClient::tcp(daemon_->tcp_endpoint());
+  client.handshake();
+  EXPECT_NE(client.attach(), 0u);
+}
+
+TEST_F(DaemonTest, ShutdownSaysGoodbyeAndRemovesSocket) {
+  start();
+  RawClient client = connect();
+  client.handshake();
+  client.attach();
+  RawClient idle = connect();
+  const int status = daemon_->terminate(10000ms);
+  const svc::Notice notice = expect_notice(client, svc::MessageType::goodbye);
+  EXPECT_EQ(notice.code, static_cast<uint32_t>(CALRT_DEVICE_LOST));
+  EXPECT_EQ(notice.message, "daemon shutting down");
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(fs::exists(daemon_->socket()));
+  const std::string output = daemon_->output();
+  EXPECT_NE(output.find("1 sessions served"), std::string::npos) << output;
+}
+
+TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
+  const fs::path dir = scratch("-file");
+  const fs::path file = dir / "not-a-socket";
+  std::ofstream(file) << "keep me";
+  const std::string command = std::string("timeout 20 ") + SIMDEV_EXE + " serve --socket " +
+                              file.string() + " > " + (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(dir / "out.txt");
+  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(output.find("is not a socket"), std::string::npos) << output;
+  std::ifstream kept(file);
+  std::string content;
+  std::getline(kept, content);
+  EXPECT_EQ(content, "keep me");
+  fs::remove_all(dir);
+}
+
+TEST(DaemonStartup, ReplacesAStaleSocket) {
+  const fs::path dir = scratch("-stale");
+  const fs::path path = dir / "stale.sock";
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::close(fd);  // the file stays, nobody listens
+  }
+  // Started in the background, then stopped by SIGTERM through `timeout`.
+  const std::string command = std::string("timeout --preserve-status -s TERM 2 ") + SIMDEV_EXE +
+                              " serve --socket " + path.string() + " > " +
+                              (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream in(dir / "out.txt");
+  const std::string output((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(output.find("listening on unix:" + path.string()), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
+}
