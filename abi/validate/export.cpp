@@ -24,10 +24,13 @@ std::string env(const char* name) {
   return value != nullptr ? value : "";
 }
 
-// Built once per process; the layer lives as long as the library (loaded RTLD_NODELETE).
+// Built once per process and never destroyed: the table must outlive every host object that
+// holds it, including other libraries' static destructors at exit, and the layer's destructor
+// logs through spdlog, whose registry may already be gone by then. The library is loaded
+// RTLD_NODELETE, so the object stays reachable.
 const CalrtApi* layer_table() {
   static std::once_flag once;
-  static std::unique_ptr<calrt::validate::Layer> layer;
+  static calrt::validate::Layer* layer = nullptr;
   std::call_once(once, [] {
     const std::string inner_path = env("CALRT_VALIDATE_RUNTIME");
     if (inner_path.empty()) {
@@ -44,12 +47,13 @@ const CalrtApi* layer_table() {
       options.inner_name = inner_path;
       const CalrtApi* table = inner.table();
       layer = calrt::validate::wrap(table, std::move(options),
-                                    std::make_shared<calrt::Api>(std::move(inner)));
+                                    std::make_shared<calrt::Api>(std::move(inner)))
+                  .release();
     } catch (const std::exception& error) {
       spdlog::error("libcalrt_validate: {}", error.what());
     }
   });
-  return layer ? layer->api() : nullptr;
+  return layer != nullptr ? layer->api() : nullptr;
 }
 
 }  // namespace

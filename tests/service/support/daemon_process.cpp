@@ -49,45 +49,62 @@ DaemonProcess::DaemonProcess(const std::filesystem::path& dir, DaemonOptions opt
   close(pipe_fds[1]);
   out_fd_ = pipe_fds[0];
   fcntl(out_fd_, F_SETFL, O_NONBLOCK);
+  reader_ = std::thread([this] { read_output(); });
 
   const auto deadline = Clock::now() + options.ready_timeout;
   while (Clock::now() < deadline) {
-    drain(std::chrono::milliseconds(50));
-    const size_t at = output_.find("listening on unix:");
-    if (at != std::string::npos && output_.find('\n', at) != std::string::npos) {
-      const size_t tcp = output_.find("listening on tcp:");
-      if (tcp != std::string::npos) {
-        const size_t end = output_.find('\n', tcp);
-        if (end == std::string::npos) continue;
-        tcp_endpoint_ = output_.substr(tcp + 13, end - tcp - 13);
+    const std::string seen = output();
+    const size_t at = seen.find("listening on unix:");
+    if (at != std::string::npos && seen.find('\n', at) != std::string::npos) {
+      const size_t tcp = seen.find("listening on tcp:");
+      if (tcp == std::string::npos) return;
+      const size_t end = seen.find('\n', tcp);
+      if (end != std::string::npos) {
+        tcp_endpoint_ = seen.substr(tcp + 13, end - tcp - 13);
+        return;
       }
-      return;
     }
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      drain(std::chrono::milliseconds(0));
-      throw std::runtime_error("simdev serve exited before listening:\n" + output_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last bytes
+      const std::string last = output();
+      stop_reader_ = true;
+      reader_.join();
+      close(out_fd_);
+      throw std::runtime_error("simdev serve exited before listening:\n" + last);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const std::string seen = output_;
+  const std::string seen = output();
   kill_now();
+  stop_reader_ = true;
+  reader_.join();
+  close(out_fd_);
   throw std::runtime_error("simdev serve did not listen in time:\n" + seen);
 }
 
 DaemonProcess::~DaemonProcess() {
   kill_now();
+  stop_reader_ = true;
+  if (reader_.joinable()) reader_.join();
   if (out_fd_ >= 0) close(out_fd_);
 }
 
-void DaemonProcess::drain(std::chrono::milliseconds budget) {
-  if (out_fd_ < 0) return;
-  pollfd p{out_fd_, POLLIN, 0};
-  if (poll(&p, 1, static_cast<int>(budget.count())) <= 0) return;
+// Until EOF (every writer gone) or the stop flag; the poll timeout bounds how long the flag
+// waits to be seen.
+void DaemonProcess::read_output() {
   char chunk[4096];
-  ssize_t got = 0;
-  while ((got = read(out_fd_, chunk, sizeof chunk)) > 0) {
-    output_.append(chunk, static_cast<size_t>(got));
+  while (!stop_reader_) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    const ssize_t got = read(out_fd_, chunk, sizeof chunk);
+    if (got > 0) {
+      const std::lock_guard lock(output_mutex_);
+      output_.append(chunk, static_cast<size_t>(got));
+    } else if (got == 0) {
+      return;
+    }
   }
 }
 
@@ -119,8 +136,8 @@ void DaemonProcess::resume() {
   if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
-std::string DaemonProcess::output() {
-  drain(std::chrono::milliseconds(0));
+std::string DaemonProcess::output() const {
+  const std::lock_guard lock(output_mutex_);
   return output_;
 }
 

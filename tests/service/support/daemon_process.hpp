@@ -1,14 +1,19 @@
 // A `simdev serve` daemon as a child process for tests: started on a private socket in a
 // scratch directory, ready once it prints its listening line, killed (or stopped, or left to
 // exit) on request. Every wait is bounded; a daemon that does not come up is a test failure
-// with its output, never a hang.
+// with its output, never a hang. A reader thread drains the daemon's output all the time: a
+// daemon that logs every session would otherwise fill the pipe after a few hundred sessions
+// and block in its logger.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace calrt_test {
@@ -42,20 +47,23 @@ class DaemonProcess {
   void stop();
   void resume();
   // Everything the daemon printed so far (stdout and stderr).
-  std::string output();
+  std::string output() const;
 
   // The daemon's open file descriptors and resident memory, read from /proc.
   size_t open_fds() const;
   size_t rss_bytes() const;
 
  private:
-  void drain(std::chrono::milliseconds budget);
+  void read_output();
 
   std::filesystem::path socket_;
   std::string tcp_endpoint_;
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  mutable std::mutex output_mutex_;
   std::string output_;
+  std::atomic<bool> stop_reader_{false};
+  std::thread reader_;
 };
 
 }  // namespace calrt_test
