@@ -4,6 +4,7 @@
 // mode and the shutdown. Every read is bounded by a receive timeout.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <arpa/inet.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -561,16 +563,41 @@ TEST(DaemonStartup, ReplacesAStaleSocket) {
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     ::close(fd);  // the file stays, nobody listens
   }
-  // Started in the background, then stopped by SIGTERM through `timeout`.
-  const std::string command = std::string("timeout --preserve-status -s TERM 2 ") + SIMDEV_EXE +
-                              " serve --socket " + path.string() + " > " +
-                              (dir / "out.txt").string() + " 2>&1";
-  const int status = std::system(command.c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  std::ifstream in(dir / "out.txt");
-  const std::string output((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(output.find("listening on unix:" + path.string()), std::string::npos) << output;
+  // Started in the background; stopped by SIGTERM once it says it listens (a fixed delay
+  // before the signal would race the daemon's start on a loaded machine).
+  const fs::path out = dir / "out.txt";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::execl(SIMDEV_EXE, SIMDEV_EXE, "serve", "--socket", path.c_str(), nullptr);
+    ::_exit(127);
+  }
+  auto output = [&] {
+    std::ifstream in(out);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (output().find("listening on unix:") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  const auto exit_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= exit_deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL() << "simdev serve did not exit within 10 s of SIGTERM:\n" << output();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << output();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output();
+  EXPECT_NE(output().find("listening on unix:" + path.string()), std::string::npos) << output();
   EXPECT_FALSE(fs::exists(path));
   fs::remove_all(dir);
 }
