@@ -25,12 +25,18 @@ build-fuzz/tests/fuzz/protocol_fuzz_seeds "$corpus/protocol"
 run() {
   local target=$1 dir=$2
   echo "fuzz: $target for ${seconds}s"
+  local log=build-fuzz/findings/"$target".log status=0
   build-fuzz/tests/fuzz/"$target" "$dir" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -timeout=10 -max_len=262144 -print_final_stats=1 \
-    -artifact_prefix=build-fuzz/findings/"$target"- 2>&1 |
-    grep -E "stat::number_of_executed_units|stat::peak_rss_mb|ERROR|SUMMARY|Done" || true
-  return "${PIPESTATUS[0]}"
+    -artifact_prefix=build-fuzz/findings/"$target"- >"$log" 2>&1 || status=$?
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb|ERROR|SUMMARY|Done" "$log" || true
+  if ((status != 0)); then
+    echo "fuzz: $target failed (exit $status); the reproducer is in build-fuzz/findings/, the log in $log"
+  fi
+  return "$status"
 }
-run manifest_fuzz "$corpus/manifest"
-run service_manifest_fuzz "$corpus/service"
-run protocol_fuzz "$corpus/protocol"
+failed=0
+run manifest_fuzz "$corpus/manifest" || failed=1
+run service_manifest_fuzz "$corpus/service" || failed=1
+run protocol_fuzz "$corpus/protocol" || failed=1
+exit "$failed"
