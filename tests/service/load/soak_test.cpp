@@ -21,6 +21,14 @@ using namespace std::chrono_literals;
 constexpr int kWarmupCycles = 20;
 constexpr int kDefaultCycles = 200;
 constexpr size_t kRssTolerance = 2u << 20;
+// Under AddressSanitizer freed memory sits in its quarantine (256 MiB by default) and stays
+// resident, so the daemon's RSS climbs without a leak; there only the fd count is compared
+// (the normal build compares both).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssIsMeaningful = false;
+#else
+constexpr bool kRssIsMeaningful = true;
+#endif
 
 int soak_cycles() {
   const char* text = std::getenv("CALRT_LOAD_SOAK_CYCLES");
@@ -78,7 +86,9 @@ TEST(Soak, FdsAndRssDoNotGrow) {
   RecordProperty("rss_before_kib", static_cast<int>(rss_before >> 10));
   RecordProperty("rss_after_kib", static_cast<int>(rss_after >> 10));
   EXPECT_LE(fds_after, fds_before) << "the daemon leaks file descriptors";
-  EXPECT_LE(rss_after, rss_before + kRssTolerance) << "the daemon's resident memory grows";
+  if (kRssIsMeaningful) {
+    EXPECT_LE(rss_after, rss_before + kRssTolerance) << "the daemon's resident memory grows";
+  }
 }
 
 }  // namespace
