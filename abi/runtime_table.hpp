@@ -1,7 +1,7 @@
 // For runtimes of this project that implement calrt.h and its extensions (the simulator's
-// runtime, the service client): the one list of entries in table order, which declares each
-// runtime's entry functions and builds its function table and extension chain from them, so
-// a new entry is added in one place and no table can list its entries out of order.
+// runtime, the service client, the validation layer): the one list of entries in table order, which
+// declares each runtime's entry functions and builds its function table and extension chain from
+// them, so a new entry is added in one place and no table can list its entries out of order.
 //
 // Usage, with one function per entry, named in snake case, in the runtime's namespace:
 //   namespace my::runtime { CALRT_DECLARE_RUNTIME_ENTRIES() }      // entry_points.hpp
@@ -12,11 +12,13 @@
 #include "abi/calrt.h"
 #include "abi/calrt_ext.h"
 
-// X(return type, function name, table field) for every CalrtApi entry, in table order.
-#define CALRT_API_ENTRIES(X)                                       \
-  X(void, error_destroy, Error_Destroy)                            \
-  X(void, error_message, Error_Message)                            \
-  X(void, error_get_code, Error_GetCode)                           \
+// X(return type, function name, table field) for every CalrtApi entry, in table order: the
+// three error-object accessors, then every entry that returns a CalrtError*.
+#define CALRT_API_ERROR_ENTRIES(X)      \
+  X(void, error_destroy, Error_Destroy) \
+  X(void, error_message, Error_Message) \
+  X(void, error_get_code, Error_GetCode)
+#define CALRT_API_FALLIBLE_ENTRIES(X)                              \
   X(CalrtError*, device_create, Device_Create)                     \
   X(CalrtError*, device_destroy, Device_Destroy)                   \
   X(CalrtError*, device_status, Device_Status)                     \
@@ -47,6 +49,7 @@
   X(CalrtError*, kv_clear, Kv_Clear)                               \
   X(CalrtError*, kv_info, Kv_Info)                                 \
   X(CalrtError*, kv_capacity, Kv_Capacity)
+#define CALRT_API_ENTRIES(X) CALRT_API_ERROR_ENTRIES(X) CALRT_API_FALLIBLE_ENTRIES(X)
 
 // The same for the four extensions of calrt_ext.h, each in its struct's field order.
 #define CALRT_CLOCK_ENTRIES(X)         \
@@ -61,6 +64,10 @@
 #define CALRT_DIAG_ENTRIES(X)              \
   X(CalrtError*, diag_report, Diag_Report) \
   X(CalrtError*, diag_state_hash, Diag_StateHash)
+
+// All four, in the chain's order.
+#define CALRT_EXT_ENTRIES(X) \
+  CALRT_CLOCK_ENTRIES(X) CALRT_TRACE_ENTRIES(X) CALRT_FAULT_ENTRIES(X) CALRT_DIAG_ENTRIES(X)
 
 #define CALRT_DECLARE_ENTRY_(ret, fn, field) ret fn(Calrt_##field##_Args* args);
 #define CALRT_TABLE_ENTRY_(ret, fn, field) &fn,

@@ -23,6 +23,7 @@
 
 #include "abi/calrt.hpp"
 #include "abi/calrt_ext.h"
+#include "abi/runtime_table.hpp"
 #include "abi/validate/codec.hpp"
 
 namespace calrt::validate {
@@ -102,21 +103,10 @@ bool is_final(CalrtJobState state) {
 #define VALIDATE_HAS(table, Name) \
   (offsetof(CalrtApi, Name) + sizeof(void*) <= (table)->struct_size && (table)->Name != nullptr)
 
-// Every fallible entry of the table, and of the extensions the layer knows.
-// clang-format off
-#define VALIDATE_FOR_EACH_ENTRY(X)                                                                 \
-  X(Device_Create) X(Device_Destroy) X(Device_Status) X(Device_ChipStatus) X(Device_Reset)         \
-  X(Device_SetParallelMode)                                                                        \
-  X(Calbin_Create) X(Calbin_Destroy) X(Calbin_GetInfo) X(Calbin_GetModel) X(Calbin_GetTensor)      \
-  X(Calbin_GetCsr) X(Calbin_Configure)                                                             \
-  X(Buffer_Create) X(Buffer_Destroy) X(Buffer_Map) X(Buffer_Unmap) X(Buffer_SetCsr)                \
-  X(Buffer_GetCsr)                                                                                 \
-  X(Job_Submit) X(Job_Wait) X(Job_Status) X(Job_Cancel) X(Job_Destroy)                             \
-  X(Kv_Allocate) X(Kv_Apply) X(Kv_Free) X(Kv_Clear) X(Kv_Info) X(Kv_Capacity)
-#define VALIDATE_FOR_EACH_EXT_ENTRY(X)                                                             \
-  X(Clock_Get) X(Clock_HostSpend) X(Trace_Enable) X(Trace_Read) X(Fault_SetPlan)                   \
-  X(Fault_GetHits) X(Diag_Report) X(Diag_StateHash)
-// clang-format on
+// Every fallible entry of the table, and of the extensions the layer knows, from the one
+// list in abi/runtime_table.hpp: X(return type, snake name, Name).
+#define VALIDATE_FOR_EACH_ENTRY(X) CALRT_API_FALLIBLE_ENTRIES(X)
+#define VALIDATE_FOR_EACH_EXT_ENTRY(X) CALRT_EXT_ENTRIES(X)
 
 // ---------------------------------------------------------------------------------------
 // The recorder: one JSON object per line, flushed per line, one mutex.
@@ -284,7 +274,7 @@ class LayerImpl final : public Layer {
   }
   uint64_t recorded_calls() const override { return recorder_ ? recorder_->calls() : 0; }
 
-#define VALIDATE_DECLARE(Name) CalrtError* Name(Calrt_##Name##_Args* args);
+#define VALIDATE_DECLARE(ret, fn, Name) CalrtError* Name(Calrt_##Name##_Args* args);
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_DECLARE)
   VALIDATE_FOR_EACH_EXT_ENTRY(VALIDATE_DECLARE)
 #undef VALIDATE_DECLARE
@@ -337,7 +327,7 @@ class LayerImpl final : public Layer {
 // Trampolines of slot S: each C entry finds its layer through the slot.
 template <int S>
 struct Trampolines {
-#define VALIDATE_TRAMPOLINE(Name)                                  \
+#define VALIDATE_TRAMPOLINE(ret, fn, Name)                         \
   static CalrtError* Name(Calrt_##Name##_Args* args) {             \
     return g_slots[S].load(std::memory_order_acquire)->Name(args); \
   }
@@ -348,7 +338,7 @@ struct Trampolines {
 
 template <int S>
 void fill_slot(LayerImpl& layer) {
-#define VALIDATE_FILL(Name) \
+#define VALIDATE_FILL(ret, fn, Name) \
   layer.table_.Name = VALIDATE_HAS(layer.inner_, Name) ? &Trampolines<S>::Name : nullptr;
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_FILL)
 #undef VALIDATE_FILL
