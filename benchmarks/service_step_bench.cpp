@@ -21,6 +21,7 @@
 
 #include "abi/calrt.hpp"
 #include "abi/calrt_loader.hpp"
+#include "benchmarks/checked_main.hpp"
 #include "daemon_process.hpp"
 #include "runner/tensor_io.hpp"
 #include "simdev/gen/generate.hpp"
@@ -197,11 +198,11 @@ BENCHMARK(BM_DecodeStepSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
+  const size_t failed = calrt_bench::run_benchmarks_checked();
   benchmark::Shutdown();
   if (!g_scratch.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(g_scratch, ignored);
   }
-  return 0;
+  return failed == 0 ? 0 : 1;
 }

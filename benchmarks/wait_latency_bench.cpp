@@ -44,6 +44,7 @@
 #include "abi/calrt.hpp"
 #include "abi/calrt_ext.hpp"
 #include "abi/calrt_loader.hpp"
+#include "benchmarks/checked_main.hpp"
 #include "runner/tensor_io.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
@@ -480,11 +481,11 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext(
       "settle_us",
       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(kSettle).count()));
-  benchmark::RunSpecifiedBenchmarks();
+  const size_t failed = calrt_bench::run_benchmarks_checked();
   benchmark::Shutdown();
   if (!g_generated_dir.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(g_generated_dir, ignored);
   }
-  return 0;
+  return failed == 0 ? 0 : 1;
 }

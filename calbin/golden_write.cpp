@@ -12,7 +12,7 @@ namespace calbin {
 namespace fs = std::filesystem;
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // Case names become file-name prefixes; refuse anything that could leave the directory.
 bool is_safe_name(const std::string& name) {
@@ -60,15 +60,15 @@ Result<void> check_case(const std::string& label, const GoldenSet& set, size_t i
 }
 
 // Writes one case's arrays and returns its index entry; names are appended to `written`.
-Result<Json> write_case(const fs::path& dir, const GoldenSet& set, const GoldenCase& c,
-                        std::vector<std::string>& written) {
+Result<OrderedJson> write_case(const fs::path& dir, const GoldenSet& set, const GoldenCase& c,
+                               std::vector<std::string>& written) {
   const auto steps = static_cast<int64_t>(c.decode_steps);
   const auto vocab = static_cast<int64_t>(set.vocab);
   const auto top_k = static_cast<int64_t>(set.top_k);
-  Json entry{{"name", c.name},
-             {"prompt_len", c.prompt_len},
-             {"decode_steps", c.decode_steps},
-             {"long_case", c.long_case}};
+  OrderedJson entry{{"name", c.name},
+                    {"prompt_len", c.prompt_len},
+                    {"decode_steps", c.decode_steps},
+                    {"long_case", c.long_case}};
   Result<void> ok;
   auto put = [&](const char* key, const std::vector<int64_t>& shape, const auto& values) {
     if (!ok) {
@@ -119,20 +119,20 @@ Result<std::vector<std::string>> write_golden(const fs::path& dir, const GoldenS
     return fail(dir.string(), "", "cannot create directory: " + error.message());
   }
   std::vector<std::string> written;
-  Json cases = Json::array();
+  OrderedJson cases = OrderedJson::array();
   for (const GoldenCase& c : set.cases) {
-    Result<Json> entry = write_case(dir, set, c, written);
+    Result<OrderedJson> entry = write_case(dir, set, c, written);
     if (!entry) {
       return tl::unexpected(entry.error());
     }
     cases.push_back(std::move(*entry));
   }
-  const Json index{{"schema", 1},
-                   {"vocab", set.vocab},
-                   {"top_k", set.top_k},
-                   {"reference", set.reference},
-                   {"cases", std::move(cases)}};
-  const std::string text = index.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  const OrderedJson index{{"schema", 1},
+                          {"vocab", set.vocab},
+                          {"top_k", set.top_k},
+                          {"reference", set.reference},
+                          {"cases", std::move(cases)}};
+  const std::string text = index.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
   if (Result<void> ok = detail::write_file_atomic(index_path, text); !ok) {
     return tl::unexpected(ok.error());
   }

@@ -12,8 +12,6 @@
 namespace runner {
 namespace {
 
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
 nlohmann::json status_json(const calrt::DeviceStatus& st) {
   return {{"state", calrt::to_string(st.state)},
           {"device_name", st.device_name},

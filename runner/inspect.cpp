@@ -24,8 +24,6 @@ std::string layout_text(const calbin::Layout& layout) {
                                                      : "row_major";
 }
 
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
 json tensor_json(const calbin::TensorDesc& t) {
   return {{"name", t.name},
           {"role", std::string(calbin::to_string(t.role))},

@@ -8,7 +8,7 @@
 namespace runner {
 namespace {
 
-struct Totals {
+struct JunitTotals {
   size_t tests = 0, failures = 0, skipped = 0;
   double seconds = 0.0;
 
@@ -18,7 +18,7 @@ struct Totals {
     skipped += c.outcome == JunitCase::Outcome::skip ? 1 : 0;
     seconds += c.seconds;
   }
-  void add(const Totals& other) {
+  void add(const JunitTotals& other) {
     tests += other.tests;
     failures += other.failures;
     skipped += other.skipped;
@@ -41,12 +41,12 @@ std::string junit_xml(const std::string& name, const std::vector<JunitSuite>& su
   tinyxml2::XMLElement* root = doc.NewElement("testsuites");
   root->SetAttribute("name", name.c_str());
   doc.InsertEndChild(root);
-  Totals all;
+  JunitTotals all;
   for (const JunitSuite& suite : suites) {
     tinyxml2::XMLElement* element = doc.NewElement("testsuite");
     element->SetAttribute("name", suite.name.c_str());
     root->InsertEndChild(element);
-    Totals totals;
+    JunitTotals totals;
     for (const JunitCase& c : suite.cases) {
       totals.add(c);
       tinyxml2::XMLElement* testcase = doc.NewElement("testcase");

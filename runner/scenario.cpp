@@ -24,7 +24,7 @@ class BadInput : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct Totals {
+struct ScenarioTotals {
   size_t passed = 0;
   size_t failed = 0;
   void add(bool pass) { (pass ? passed : failed) += 1; }
@@ -202,7 +202,7 @@ class Command {
   }
 
   void print_summary() const {
-    auto line = [](const char* what, const Totals& t) {
+    auto line = [](const char* what, const ScenarioTotals& t) {
       std::printf("%zu %s: %zu passed, %zu failed\n", t.total(), what, t.passed, t.failed);
     };
     if (o_.campaign) {
@@ -234,7 +234,7 @@ class Command {
       }
       controls.push_back({{"scenario", scenario.name}, {"file", scenario.file}, {"bugs", bugs}});
     }
-    Totals all;
+    ScenarioTotals all;
     all.passed = scenario_totals_.passed + plans_.passed + sweep_totals_.passed;
     all.failed = scenario_totals_.failed + plans_.failed + sweep_totals_.failed;
     nlohmann::json totals = all.to_json();
@@ -281,9 +281,9 @@ class Command {
   uint32_t chips_ = 0;
   std::vector<RunResult> runs_;
   std::vector<SweepResult> sweeps_;
-  Totals scenario_totals_;
-  Totals plans_;
-  Totals sweep_totals_;
+  ScenarioTotals scenario_totals_;
+  ScenarioTotals plans_;
+  ScenarioTotals sweep_totals_;
 };
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace runner {
 namespace {
 
-struct Totals {
+struct GoldenTotals {
   MetricSummary prefill;
   MetricSummary decode;
   uint64_t deterministic = 0;
@@ -49,7 +49,7 @@ void judge_metrics(const char* phase, const MetricSummary& m, const Thresholds& 
   }
 }
 
-nlohmann::json metrics_json(const Totals& totals, const Thresholds& t, size_t cases) {
+nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& t, size_t cases) {
   MetricSummary all = totals.prefill;
   all.merge(totals.decode);
   const double free_rate = totals.free_total == 0 ? 1.0
@@ -83,7 +83,7 @@ nlohmann::json metrics_json(const Totals& totals, const Thresholds& t, size_t ca
 
 // Step 7's rates: teacher-forced greedy agreement over prefill and decode, and the
 // free-running agreed prefix when a threshold for it was given.
-void judge_rates(const Totals& totals, const Thresholds& t, StepResult& step) {
+void judge_rates(const GoldenTotals& totals, const Thresholds& t, StepResult& step) {
   MetricSummary all = totals.prefill;
   all.merge(totals.decode);
   if (!(all.greedy_rate() >= t.min_greedy)) {
@@ -100,7 +100,7 @@ void judge_rates(const Totals& totals, const Thresholds& t, StepResult& step) {
   }
 }
 
-void summarise(const Totals& totals, const std::vector<std::string>& names,
+void summarise(const GoldenTotals& totals, const std::vector<std::string>& names,
                std::array<StepResult, 3>& steps) {
   MetricSummary all = totals.prefill;
   all.merge(totals.decode);
@@ -127,7 +127,7 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     steps[static_cast<size_t>(i)].number = 5 + i;
     steps[static_cast<size_t>(i)].name = names[i];
   }
-  Totals totals;
+  GoldenTotals totals;
   std::vector<std::string> case_names;
   std::array<std::vector<std::string>, kCasePhases> diagnosis;
   std::array<std::vector<std::string>, kCasePhases> case_failures;

@@ -8,7 +8,7 @@
 namespace runner {
 namespace {
 
-std::string mib(uint64_t bytes) {
+std::string mib_text(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
@@ -95,7 +95,7 @@ StepResult step_device(Session& s) {
     for (uint32_t c = 0; c < status.chip_count && c < CALRT_MAX_CHIPS; ++c) {
       const calrt::ChipStatus chip = s.device.chip_status(c);
       chips.push_back(fmt::format("chip{} {} {}", c, calrt::to_string(chip.health),
-                                  mib(chip.dram_total_bytes)));
+                                  mib_text(chip.dram_total_bytes)));
       step.details["chips"].push_back({{"chip", c},
                                        {"health", calrt::to_string(chip.health)},
                                        {"dram_total_bytes", chip.dram_total_bytes},
@@ -194,8 +194,9 @@ StepResult step_configure(Session& s) {
     std::vector<std::string> memory;
     for (size_t c = 0; c < result.memory_used_bytes.size(); ++c) {
       const auto chip = s.device.chip_status(static_cast<uint32_t>(c));
-      memory.push_back(fmt::format("chip{} {} (DRAM {} of {})", c, mib(result.memory_used_bytes[c]),
-                                   mib(chip.dram_used_bytes), mib(chip.dram_total_bytes)));
+      memory.push_back(
+          fmt::format("chip{} {} (DRAM {} of {})", c, mib_text(result.memory_used_bytes[c]),
+                      mib_text(chip.dram_used_bytes), mib_text(chip.dram_total_bytes)));
       step.details["chips"].push_back({{"chip", c},
                                        {"memory_used_bytes", result.memory_used_bytes[c]},
                                        {"dram_used_bytes", chip.dram_used_bytes},

@@ -27,7 +27,17 @@ inline void widen_bf16_16(const std::byte* __restrict src, float* __restrict dst
   }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// ThreadSanitizer instruments the clones' resolver, which the dynamic loader runs before the
+// TSan runtime has started: every binary linking this file would crash before main.
+#if defined(__SANITIZE_THREAD__)
+#define CALRT_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CALRT_TSAN_BUILD 1
+#endif
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CALRT_TSAN_BUILD)
 // Baseline x86-64 has 16-byte SSE2 only; an AVX2 clone, picked at load time where the CPU has
 // it, converts twice as many values per instruction.
 #define CALRT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))

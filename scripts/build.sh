@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds into a build directory.
-#   scripts/build.sh BUILD_DIR [cmake configure args...] [-- targets...]
+#   scripts/build.sh BUILD_DIR [--clang] [cmake configure args...] [-- targets...]
+# --clang builds with clang/clang++ (the sanitizer and fuzzing builds); otherwise the
+# system's default compiler. ccache and a fast linker are used when installed
+# (cmake/CalrtBuildSpeed.cmake); scripts/build-profile BUILD_DIR shows where the time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
@@ -8,12 +11,19 @@ shift || true
 configure=()
 targets=()
 while (($#)); do
-  if [[ "$1" == "--" ]]; then
-    shift
-    targets=("$@")
-    break
-  fi
-  configure+=("$1")
+  case "$1" in
+    --)
+      shift
+      targets=("$@")
+      break
+      ;;
+    --clang)
+      configure+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+      ;;
+    *)
+      configure+=("$1")
+      ;;
+  esac
   shift
 done
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${configure[@]}" >/dev/null

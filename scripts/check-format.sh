@@ -3,7 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files -- '*.h' '*.hpp' '*.c' '*.cpp')
-((${#files[@]})) || exit 0
+if ((${#files[@]} == 0)); then
+  # An empty list means git saw no sources (not a checkout, or a broken pattern): checking
+  # nothing must not pass.
+  echo "check-format: git ls-files found no C/C++ sources to check" >&2
+  exit 1
+fi
 if ! clang-format --dry-run --Werror "${files[@]}"; then
   echo "check-format: run 'clang-format -i' on the files above" >&2
   exit 1

@@ -1,22 +1,46 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what the build needs, checks formatting, builds with warnings
 # as errors and runs every test, the `long` label included.
-#   scripts/test.sh             the normal build, in build-test/
-#   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/
-#                               (the `long` and `campaign` labels are left out: under ASan they
-#                               add many minutes and no code path the short cases and the
-#                               200-plan campaign miss)
+#   scripts/test.sh             the normal build (GCC), in build-test/
+#   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer (clang), in
+#                               build-sanitize/. The same objects carry libFuzzer's coverage
+#                               instrumentation, so scripts/fuzz.sh reuses this build. The
+#                               `long` and `campaign` labels are left out: under ASan they add
+#                               many minutes and no code path the short cases and the 200-plan
+#                               campaign miss.
+#   scripts/test.sh --tsan      ThreadSanitizer (clang), in build-tsan/: only the threaded
+#                               parts and the tests labelled `threads` (tests/CMakeLists.txt).
+# Each step prints its wall time. CTest runs on every core and fails when it finds no tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/check-format.sh
+source scripts/lib/phase.sh
+source scripts/lib/builds.sh
 
-if [[ "${1:-}" == "--sanitize" ]]; then
-  scripts/build.sh build-asan -DCALRT_WERROR=ON -DCALRT_SANITIZE=ON
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ctest --test-dir build-asan --output-on-failure --parallel "$(nproc)" --label-exclude 'long|campaign'
-else
-  scripts/build.sh build-test -DCALRT_WERROR=ON
-  ctest --test-dir build-test --output-on-failure --parallel "$(nproc)"
-fi
+mode=${1:-normal}
+phase "setup" scripts/setup.sh
+phase "format check" scripts/check-format.sh
+
+ctest_args=(--output-on-failure --no-tests=error --parallel "$(nproc)")
+case "$mode" in
+  normal)
+    phase "build (gcc)" scripts/build.sh "${test_build[@]}"
+    phase "tests (gcc)" ctest --test-dir build-test "${ctest_args[@]}"
+    ;;
+  --sanitize)
+    phase "build (clang, asan+ubsan)" scripts/build.sh "${sanitize_build[@]}"
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    phase "tests (asan+ubsan)" ctest --test-dir build-sanitize "${ctest_args[@]}" \
+      --label-exclude 'long|campaign'
+    ;;
+  --tsan)
+    phase "build (clang, tsan)" scripts/build.sh "${tsan_build[@]}" -- threaded_tests
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
+    phase "tests (tsan)" ctest --test-dir build-tsan "${ctest_args[@]}" --label-regex threads \
+      --label-exclude 'long'
+    ;;
+  *)
+    echo "test.sh: unknown mode '$mode' (expected nothing, --sanitize or --tsan)" >&2
+    exit 2
+    ;;
+esac

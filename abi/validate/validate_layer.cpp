@@ -20,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "abi/calrt.hpp"
 #include "abi/calrt_ext.h"
@@ -297,6 +298,12 @@ class LayerImpl final : public Layer {
   ModelCsrs model_csrs(CalrtCalbin* calbin, const std::string& model);
   std::optional<uint32_t> calbin_context(CalrtCalbin* calbin);
   void forget_calbin_children(CalrtCalbin* calbin);
+  // Drops every pointer the layer keeps into the storage of the buffers `doomed` selects
+  // (their stale mappings and the in-flight jobs' snapshots of them). Called with mutex_
+  // held, before the inner runtime frees that storage: job_final and Job_Submit read those
+  // pointers under mutex_, so once this returns no other thread can touch the storage.
+  template <class Doomed>
+  void drop_host_views(Doomed doomed);
 
   const CalrtApi* inner_;
   Options options_;
@@ -611,6 +618,21 @@ std::optional<uint32_t> LayerImpl::calbin_context(CalrtCalbin* calbin) {
 }
 
 // Called with mutex_ held: the calbin's buffers, KV handles and jobs are gone with it.
+template <class Doomed>
+void LayerImpl::drop_host_views(Doomed doomed) {
+  for (auto& [buffer, state] : buffers_) {
+    if (doomed(buffer, state)) {
+      state.stale.clear();
+    }
+  }
+  for (auto& [job, state] : jobs_) {
+    std::erase_if(state.snapshots, [&](const Snapshot& snapshot) {
+      auto b = buffers_.find(snapshot.buffer);
+      return b == buffers_.end() || doomed(b->first, b->second);
+    });
+  }
+}
+
 void LayerImpl::forget_calbin_children(CalrtCalbin* calbin) {
   for (auto it = buffers_.begin(); it != buffers_.end();) {
     if (it->second.calbin == calbin) {
@@ -706,6 +728,10 @@ CalrtError* LayerImpl::Device_Destroy(Calrt_Device_Destroy_Args* args) {
       report("LEAK.buffer", "buffer(s)", buffers);
       report("LEAK.calbin", "calbin(s)", calbins);
     }
+    drop_host_views([&](CalrtBuffer*, const BufferState& buffer) {
+      auto c = calbins_.find(buffer.calbin);
+      return c != calbins_.end() && c->second.device == device;
+    });
   }
   CalrtError* error = adopt(inner_->Device_Destroy(args));
   if (error == nullptr) {
@@ -830,6 +856,8 @@ CalrtError* LayerImpl::Calbin_Destroy(Calrt_Calbin_Destroy_Args* args) {
   VALIDATE_BEGIN(Calbin_Destroy, CALRT_CALBIN_DESTROY_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
     call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
+    drop_host_views(
+        [&](CalrtBuffer*, const BufferState& buffer) { return buffer.calbin == args->calbin; });
   }
   CalrtError* error = adopt(inner_->Calbin_Destroy(args));
   if (error == nullptr) {
@@ -942,6 +970,8 @@ CalrtError* LayerImpl::Buffer_Destroy(Calrt_Buffer_Destroy_Args* args) {
   VALIDATE_BEGIN(Buffer_Destroy, CALRT_BUFFER_DESTROY_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
     call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
+    drop_host_views(
+        [&](CalrtBuffer* buffer, const BufferState&) { return buffer == args->buffer; });
   }
   CalrtError* error = adopt(inner_->Buffer_Destroy(args));
   if (error == nullptr) {

@@ -10,8 +10,6 @@
 namespace simdev {
 namespace {
 
-std::string job_label(const Job& job) { return "job #" + std::to_string(job.serial); }
-
 std::string ms_text(TimePs ps) { return std::to_string(ps / kPsPerMs) + " ms"; }
 
 TimePs times(TimePs ps, uint64_t factor) {

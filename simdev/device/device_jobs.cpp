@@ -4,11 +4,6 @@
 #include "simdev/device/device.hpp"
 
 namespace simdev {
-namespace {
-
-std::string job_label(const Job& job) { return "job #" + std::to_string(job.serial); }
-
-}  // namespace
 
 Status Device::validate_submit(ObjectId calbin_id, const CalbinImage& image, size_t model_index,
                                ObjectId input_id, ObjectId output_id) {

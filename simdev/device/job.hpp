@@ -73,4 +73,7 @@ struct Job {
   bool final() const { return job_state_final(state); }
 };
 
+// How messages name a job.
+inline std::string job_label(const Job& job) { return "job #" + std::to_string(job.serial); }
+
 }  // namespace simdev

@@ -37,7 +37,8 @@ calbin::Op topk_router(std::string name, int layer, const ChipShape& s) {
                  logits * kF32Bytes + s.tokens * s.active_experts * 2 * kF32Bytes);
 }
 
-void add_attention(const std::string& p, int l, const ChipShape& s, std::vector<calbin::Op>& out) {
+void add_moe_attention(const std::string& p, int l, const ChipShape& s,
+                       std::vector<calbin::Op>& out) {
   out.push_back(ops::rmsnorm(p + "attn_norm", l, s.tokens, s.hidden));
   out.push_back(ops::quant_matmul(p + "q_proj", l, s.tokens, s.q_heads * s.head_dim, s.hidden));
   out.push_back(
@@ -68,7 +69,7 @@ void add_moe(const std::string& p, int l, const ChipShape& s, uint64_t touched,
 
 // Only the last token's logits leave the device, so the head runs on one row; lm_head is
 // int8 w8a8_dynamic like the other quantised matmuls, split by vocabulary.
-void add_head(const ChipShape& s, std::vector<calbin::Op>& out) {
+void add_moe_head(const ChipShape& s, std::vector<calbin::Op>& out) {
   out.push_back(ops::rmsnorm("final_norm", -1, 1, s.hidden));
   out.push_back(ops::quant_matmul("lm_head", -1, 1, s.vocab, s.hidden));
   out.push_back(ops::logits_gather(s));
@@ -88,10 +89,10 @@ std::vector<calbin::ChipOps> moe_op_lists(const ModelConfig& config, calbin::Mod
   list.push_back(ops::embedding(s));
   for (uint32_t l = 0; l < config.layers; ++l) {
     const std::string prefix = "layers." + std::to_string(l) + ".";
-    add_attention(prefix, static_cast<int>(l), s, list);
+    add_moe_attention(prefix, static_cast<int>(l), s, list);
     add_moe(prefix, static_cast<int>(l), s, touched, list);
   }
-  add_head(s, list);
+  add_moe_head(s, list);
   return ops::on_every_chip(list, config.chips);
 }
 

@@ -11,7 +11,7 @@ std::mutex& registry_mutex() {
   return mutex;
 }
 
-std::unordered_set<const CalrtError*>& registry() {
+std::unordered_set<const CalrtError*>& error_registry() {
   static auto* live = new std::unordered_set<const CalrtError*>();  // outlives static dtors
   return *live;
 }
@@ -24,7 +24,7 @@ CalrtError* make_error(CalrtCode code, std::string message) noexcept {
   try {
     auto* error = new CalrtError{code, std::move(message)};
     std::lock_guard lock(registry_mutex());
-    registry().insert(error);
+    error_registry().insert(error);
     return error;
   } catch (...) {
     return &out_of_memory_error;
@@ -36,7 +36,7 @@ bool is_live_error(const CalrtError* error) noexcept {
     return true;
   }
   std::lock_guard lock(registry_mutex());
-  return registry().count(error) > 0;
+  return error_registry().count(error) > 0;
 }
 
 void destroy_error(CalrtError* error) noexcept {
@@ -45,7 +45,7 @@ void destroy_error(CalrtError* error) noexcept {
   }
   {
     std::lock_guard lock(registry_mutex());
-    if (registry().erase(error) == 0) {
+    if (error_registry().erase(error) == 0) {
       return;  // forged or already destroyed: ignore rather than double free
     }
   }

@@ -18,13 +18,13 @@ struct DeviceSlot {
   std::shared_ptr<DeviceEntry> entry;
 };
 
-struct Registry {
+struct HandleRegistry {
   std::mutex mutex;
   HandleTable<DeviceSlot> devices{kMaxDevices};
 };
 
-Registry& registry() {
-  static auto* instance = new Registry();  // never destroyed: safe during static teardown
+HandleRegistry& handle_registry() {
+  static auto* instance = new HandleRegistry();  // never destroyed: safe during static teardown
   return *instance;
 }
 
@@ -52,7 +52,7 @@ std::optional<std::pair<uint32_t, ObjectId>> decode_handle(uintptr_t value, Hand
 
 std::optional<std::pair<ObjectId, std::shared_ptr<DeviceEntry>>> register_device(
     std::unique_ptr<Device> device) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   auto entry = std::make_shared<DeviceEntry>();
   entry->device = std::move(device);
   std::lock_guard lock(r.mutex);
@@ -65,21 +65,21 @@ std::optional<std::pair<ObjectId, std::shared_ptr<DeviceEntry>>> register_device
 }
 
 std::shared_ptr<DeviceEntry> find_device(uint32_t index, uint32_t generation) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   const DeviceSlot* slot = r.devices.find(ObjectId{index, generation});
   return slot ? slot->entry : nullptr;
 }
 
 std::shared_ptr<DeviceEntry> find_device_at(uint32_t index) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   const DeviceSlot* slot = r.devices.at(index);
   return slot ? slot->entry : nullptr;
 }
 
 std::shared_ptr<DeviceEntry> unregister_device(uint32_t index, uint32_t generation) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   const DeviceSlot* slot = r.devices.find(ObjectId{index, generation});
   if (slot == nullptr) {

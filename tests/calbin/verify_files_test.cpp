@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 using testing::write_text;
 
-std::string hash_of(const std::string& text) {
+std::string sha256_text(const std::string& text) {
   return sha256_hex(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
@@ -26,7 +26,7 @@ class VerifyFiles : public ::testing::Test {
   }
   void add(const std::string& path, const std::string& content) {
     write_text(dir_ / path, content);
-    manifest_.files.push_back(FileEntry{path, content.size(), hash_of(content)});
+    manifest_.files.push_back(FileEntry{path, content.size(), sha256_text(content)});
   }
   std::string error_text() {
     const Result<void> verified = verify_files(dir_.path(), manifest_);
@@ -70,7 +70,7 @@ TEST_F(VerifyFiles, DirectoryIsNotARegularFile) {
 
 TEST_F(VerifyFiles, DotDotPathIsRefused) {
   write_text(dir_.path().parent_path() / "outside.bin", "x");
-  manifest_.files.push_back(FileEntry{"../outside.bin", 1, hash_of("x")});
+  manifest_.files.push_back(FileEntry{"../outside.bin", 1, sha256_text("x")});
   const std::string text = error_text();
   EXPECT_NE(text.find("../outside.bin"), std::string::npos) << text;
   EXPECT_NE(text.find("\"..\""), std::string::npos) << text;
@@ -87,7 +87,7 @@ TEST_F(VerifyFiles, SymlinkPointingOutsideIsRefused) {
   TempDir outside;
   write_text(outside / "secret.bin", "s");
   fs::create_symlink(outside / "secret.bin", dir_ / "link.bin");
-  manifest_.files.push_back(FileEntry{"link.bin", 1, hash_of("s")});
+  manifest_.files.push_back(FileEntry{"link.bin", 1, sha256_text("s")});
   const std::string text = error_text();
   EXPECT_NE(text.find("outside the calbin directory"), std::string::npos) << text;
 }
@@ -96,7 +96,7 @@ TEST_F(VerifyFiles, SymlinkedDirectoryPointingOutsideIsRefused) {
   TempDir outside;
   write_text(outside / "secret.bin", "s");
   fs::create_directory_symlink(outside.path(), dir_ / "sub");
-  manifest_.files.push_back(FileEntry{"sub/secret.bin", 1, hash_of("s")});
+  manifest_.files.push_back(FileEntry{"sub/secret.bin", 1, sha256_text("s")});
   EXPECT_NE(error_text().find("outside the calbin directory"), std::string::npos);
 }
 

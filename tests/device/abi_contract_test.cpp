@@ -5,13 +5,10 @@
 #include <vector>
 
 #include "sim_session.hpp"
+#include "tests/device/text_match.hpp"
 
 namespace simdev::test {
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 CalrtDevice* open_device(const char* config = nullptr) {
   auto args = make_args<Calrt_Device_Create_Args>(CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
@@ -68,14 +65,6 @@ uint64_t device_time_ns(CalrtDevice* device) {
   args.device = device;
   EXPECT_EQ(take(api().Device_Status(&args)).code, CALRT_OK);
   return args.device_time_ns;
-}
-
-void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
-  auto args = make_args<Calrt_Buffer_SetCsr_Args>(CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
-  args.buffer = buffer;
-  args.csr_index = index;
-  args.value = value;
-  SIM_OK(api().Buffer_SetCsr(&args));
 }
 
 TEST(AbiContract, TableIsVersioned) {

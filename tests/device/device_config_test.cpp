@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "simdev/device/device_config.hpp"
+#include "tests/device/text_match.hpp"
 
 namespace simdev {
 namespace {
@@ -48,10 +49,6 @@ class ConfigFiles : public ::testing::Test {
     return path;
   }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(DeviceConfig, TableDefaultsAreTheStructDefaults) {
   auto parsed = parse_device_config("");

@@ -78,14 +78,6 @@ void write_tokens(CalrtBuffer* buffer, const std::vector<int32_t>& tokens) {
   });
 }
 
-void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
-  auto args = calrt::detail::make_args<Calrt_Buffer_SetCsr_Args>();
-  args.buffer = buffer;
-  args.csr_index = index;
-  args.value = value;
-  SIM_OK(api().Buffer_SetCsr(&args));
-}
-
 CalrtJob* submit_decode(Session& s) {
   auto args = calrt::detail::make_args<Calrt_Job_Submit_Args>();
   args.calbin = s.calbin;

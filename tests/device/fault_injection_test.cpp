@@ -18,6 +18,7 @@
 #include "simdev/device/cost_model.hpp"
 #include "simdev/device/device.hpp"
 #include "tests/device/sim_session.hpp"
+#include "tests/device/text_match.hpp"
 
 namespace simdev {
 namespace {
@@ -27,10 +28,6 @@ constexpr uint64_t kInfinite = CALRT_TIMEOUT_INFINITE;
 constexpr TimePs kWatchdogPs = 10000 * kPsPerMs;  // the default job_watchdog_ms
 const std::vector<int32_t> kPrompt = {11, 22, 33, 44, 55, 66, 77};
 constexpr int32_t kNextToken = 88;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 struct Step {
   std::optional<Fault> submit_error;

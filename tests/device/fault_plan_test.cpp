@@ -9,15 +9,12 @@
 
 #include "simdev/device/fault_plan.hpp"
 #include "simdev/device/random_stream.hpp"
+#include "tests/device/text_match.hpp"
 
 namespace simdev {
 namespace {
 
 constexpr uint32_t kChips = 2;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 FaultPlanSpec parse_ok(const std::string& yaml) {
   auto plan = parse_fault_plan(yaml, kChips);

@@ -57,8 +57,6 @@ std::filesystem::path tiny_calbin() {
   return path;
 }
 
-namespace {
-
 void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
   auto args = make_args<Calrt_Buffer_SetCsr_Args>(CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
   args.buffer = buffer;
@@ -66,6 +64,8 @@ void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
   args.value = value;
   SIM_OK(api().Buffer_SetCsr(&args));
 }
+
+namespace {
 
 void write_int32(CalrtBuffer* buffer, uint32_t index, const std::vector<int32_t>& values) {
   auto map = make_args<Calrt_Buffer_Map_Args>(CALRT_BUFFER_MAP_ARGS_STRUCT_SIZE);

@@ -29,6 +29,9 @@ ApiError take(CalrtError* error);
     ASSERT_EQ(sim_ok_.code, CALRT_OK) << sim_ok_.message;                \
   } while (false)
 
+// Buffer_SetCsr, asserting success.
+void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value);
+
 // Path of a tiny functional calbin: $CALRT_TEST_CALBIN (the ctest fixture), else one
 // generated once per process under the build directory.
 std::filesystem::path tiny_calbin();

@@ -5,7 +5,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,7 +56,7 @@ class LayerTest : public ScratchDirTest {
       record_ = dir_ / record;
       options.record_path = record_.string();
     }
-    layer_ = v::wrap(calrt_sim_get_api(CALRT_ABI_MAJOR), options);
+    layer_ = v::wrap(inner_ != nullptr ? inner_ : calrt_sim_get_api(CALRT_ABI_MAJOR), options);
     api_ = calrt::Api(layer_->api());
     device_ = calrt::Device::create(api_, calrt::DeviceKind::sim, 0, "seed=1");
     calbin_ = calrt::Calbin::create(device_, CALRT_TEST_CALBIN, kWait);
@@ -112,6 +115,8 @@ class LayerTest : public ScratchDirTest {
       EXPECT_EQ(error.message().rfind("validate: " + id + ": ", 0), 0u) << error.message();
     }
   }
+
+  const CalrtApi* inner_ = nullptr;  // the wrapped runtime; the simulator when null
 
   void TearDown() override {
     io_ = {};
@@ -271,6 +276,82 @@ TEST_F(LayerTest, WriteThroughStaleMappingIsReported) {
   ASSERT_EQ(ids(), std::vector<std::string>{"WRITE.after-unmap"});
   EXPECT_FALSE(layer_->violations()[0].refused);
   EXPECT_NE(layer_->violations()[0].message.find("offset 0"), std::string::npos);
+}
+
+// The simulator's table with a Buffer_Destroy that frees the buffer and then, before the
+// layer sees the call return, runs a hook: what another thread may do in that window.
+const CalrtApi* g_sim = nullptr;
+std::function<void()> g_after_inner_destroy;
+
+CalrtError* destroy_then_hook(Calrt_Buffer_Destroy_Args* args) {
+  CalrtError* error = g_sim->Buffer_Destroy(args);
+  if (auto hook = std::exchange(g_after_inner_destroy, nullptr)) {
+    hook();
+  }
+  return error;
+}
+
+const CalrtApi* hooked_sim() {
+  static CalrtApi table;
+  g_sim = calrt_sim_get_api(CALRT_ABI_MAJOR);
+  table = *g_sim;
+  table.Buffer_Destroy = destroy_then_hook;
+  return &table;
+}
+
+// Completes `job` on the runtime without the layer seeing it, so the layer still holds the
+// job's snapshots of stale mappings.
+void complete_behind_layer(const calrt::Job& job) {
+  Calrt_Job_Wait_Args args{};
+  args.struct_size = CALRT_JOB_WAIT_ARGS_STRUCT_SIZE;
+  args.job = job.get();
+  args.timeout_ns = 30'000'000'000ull;
+  CalrtError* error = g_sim->Job_Wait(&args);
+  ASSERT_EQ(error, nullptr);
+  ASSERT_EQ(args.result, CALRT_WAIT_READY);
+}
+
+// Job_Wait observing a job while another thread's Buffer_Destroy has freed the job's input:
+// the layer must not read the freed storage through the snapshot it took at submit (under
+// AddressSanitizer that read is a heap use-after-free) nor report a write that never
+// happened.
+TEST_F(LayerTest, WaitInsideAnotherThreadsBufferDestroyReadsNoFreedStorage) {
+  inner_ = hooked_sim();
+  open();
+  calrt::Kv kv = calrt::Kv::allocate(calbin_, 64);
+  kv.apply(io_.input);
+  write(0);
+  io_.input.map(io_.token_input).unmap();  // a stale mapping, snapshotted at submit
+  calrt::Job job = submit();
+  complete_behind_layer(job);
+  bool waited = false;
+  g_after_inner_destroy = [&] {
+    EXPECT_EQ(job.wait(kWait), calrt::WaitResult::ready);
+    waited = true;
+  };
+  io_.input.destroy();
+  EXPECT_TRUE(waited);
+  EXPECT_TRUE(layer_->violations().empty()) << layer_->violations()[0].message;
+}
+
+// The same window with real threads, many times over (ThreadSanitizer's view of it).
+TEST_F(LayerTest, WaitRacingBufferDestroyOnThreads) {
+  open();
+  for (int round = 0; round < 20; ++round) {
+    io_ = make_io();
+    calrt::Kv kv = calrt::Kv::allocate(calbin_, 64);
+    kv.apply(io_.input);
+    write(0);
+    io_.input.map(io_.token_input).unmap();
+    calrt::Job job = submit();
+    g_sim = calrt_sim_get_api(CALRT_ABI_MAJOR);
+    complete_behind_layer(job);
+    calrt::Buffer input = std::move(io_.input);
+    std::thread destroyer([&] { input.destroy(); });
+    EXPECT_EQ(job.wait(kWait), calrt::WaitResult::ready);
+    destroyer.join();
+  }
+  EXPECT_TRUE(layer_->violations().empty()) << layer_->violations()[0].message;
 }
 
 TEST_F(LayerTest, LeaksAreReportedAtDeviceDestroy) {

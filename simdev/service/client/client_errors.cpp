@@ -14,13 +14,13 @@ struct ClientError {
   std::string message;
 };
 
-struct Registry {
+struct ErrorRegistry {
   std::mutex mutex;
   std::unordered_set<const ClientError*> live;
 };
 
-Registry& registry() {
-  static auto* instance = new Registry();  // outlives static destructors
+ErrorRegistry& error_registry() {
+  static auto* instance = new ErrorRegistry();  // outlives static destructors
   return *instance;
 }
 
@@ -35,7 +35,7 @@ const ClientError* as_client(const CalrtError* error) {
 CalrtError* make_error(CalrtCode code, std::string message) noexcept {
   try {
     auto* error = new ClientError{code, std::move(message)};
-    Registry& r = registry();
+    ErrorRegistry& r = error_registry();
     std::lock_guard lock(r.mutex);
     r.live.insert(error);
     return reinterpret_cast<CalrtError*>(error);
@@ -48,7 +48,7 @@ bool error_fields(const CalrtError* error, CalrtCode* code, const char** message
                   size_t* message_size) noexcept {
   const ClientError* e = as_client(error);
   if (e != &out_of_memory_error) {
-    Registry& r = registry();
+    ErrorRegistry& r = error_registry();
     std::lock_guard lock(r.mutex);
     if (r.live.count(e) == 0) {
       return false;
@@ -66,7 +66,7 @@ void destroy_error(CalrtError* error) noexcept {
     return;
   }
   {
-    Registry& r = registry();
+    ErrorRegistry& r = error_registry();
     std::lock_guard lock(r.mutex);
     if (r.live.erase(e) == 0) {
       return;  // forged or already destroyed: ignore rather than double free

@@ -20,13 +20,13 @@ struct DeviceSlot {
   std::shared_ptr<ClientDevice> device;
 };
 
-struct Registry {
+struct HandleRegistry {
   std::mutex mutex;
   DeviceSlot slots[kMaxDevices];
 };
 
-Registry& registry() {
-  static auto* instance = new Registry();  // never destroyed: safe during static teardown
+HandleRegistry& handle_registry() {
+  static auto* instance = new HandleRegistry();  // never destroyed: safe during static teardown
   return *instance;
 }
 
@@ -68,7 +68,7 @@ std::string handle_text(const void* handle) {
 }
 
 std::optional<LocalId> register_device(std::shared_ptr<ClientDevice> device, uint32_t* slot) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   for (uint32_t i = 0; i < kMaxDevices; ++i) {
     if (!r.slots[i].device) {
@@ -82,20 +82,20 @@ std::optional<LocalId> register_device(std::shared_ptr<ClientDevice> device, uin
 }
 
 std::shared_ptr<ClientDevice> find_device(uint32_t slot, uint32_t generation) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   if (slot >= kMaxDevices || r.slots[slot].generation != generation) return nullptr;
   return r.slots[slot].device;
 }
 
 std::shared_ptr<ClientDevice> find_device_at(uint32_t slot) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   return slot < kMaxDevices ? r.slots[slot].device : nullptr;
 }
 
 std::shared_ptr<ClientDevice> unregister_device(uint32_t slot, uint32_t generation) {
-  Registry& r = registry();
+  HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mutex);
   if (slot >= kMaxDevices || r.slots[slot].generation != generation || !r.slots[slot].device) {
     return nullptr;

@@ -22,9 +22,16 @@ constexpr int kWarmupCycles = 20;
 constexpr int kDefaultCycles = 200;
 constexpr size_t kRssTolerance = 2u << 20;
 // Under AddressSanitizer freed memory sits in its quarantine (256 MiB by default) and stays
-// resident, so the daemon's RSS climbs without a leak; there only the fd count is compared
-// (the normal build compares both).
-#if defined(__SANITIZE_ADDRESS__)
+// resident, so the daemon's RSS climbs without a leak; ThreadSanitizer's shadow and history
+// grow likewise. There only the fd count is compared (the normal build compares both).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CALRT_SANITIZER_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CALRT_SANITIZER_HEAP 1
+#endif
+#endif
+#if defined(CALRT_SANITIZER_HEAP)
 constexpr bool kRssIsMeaningful = false;
 #else
 constexpr bool kRssIsMeaningful = true;
