@@ -45,8 +45,9 @@ std::vector<std::string> expectation_mismatches(const Expect& e, const RunActual
         fmt::format("max_call_ms: expected <= {}, actual {:.3f}", *e.max_call_ms, a.max_call_ms));
   }
   for (const auto& [name, ok] : e.sequences) {
-    const auto found = std::find_if(a.sequences.begin(), a.sequences.end(),
-                                    [&](const SequenceVerdict& v) { return v.name == name; });
+    const auto found =
+        std::find_if(a.sequences.begin(), a.sequences.end(),
+                     [&wanted = name](const SequenceVerdict& v) { return v.name == wanted; });
     const bool actual_ok = found == a.sequences.end() || found->ok;
     if (ok != actual_ok) {
       out.push_back(fmt::format("sequences.{}: expected {}, actual {}{}", name,

@@ -220,7 +220,10 @@ TEST(TensorIoPick, MatchesTheSeparatePassesOnAdversarialRows) {
   const std::vector<std::pair<size_t, size_t>> shapes = {{1, 5},    {1, 37},   {3, 37},
                                                          {1, 4096}, {1, 9001}, {3, 9001}};
   for (const uint32_t d0 : {0u, 4u, 16u, 32u}) {
-    for (const auto& [rows, cols] : shapes) {
+    for (const auto& shape : shapes) {
+      // Named copies, not structured bindings: clang 14 cannot capture those in a lambda.
+      const auto rows = shape.first;
+      const auto cols = shape.second;
       std::mt19937_64 rng(d0 * 1000 + cols + rows);
       std::normal_distribution<float> normal(0.0f, 3.0f);
       // N(0, 3) rounded to BF16: many exact ties, the top ones included.
