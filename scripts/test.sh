@@ -35,7 +35,7 @@ case "$mode" in
     ;;
   --tsan)
     phase "build (clang, tsan)" scripts/build.sh "${tsan_build[@]}" -- threaded_tests
-    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
     phase "tests (tsan)" ctest --test-dir build-tsan "${ctest_args[@]}" --label-regex threads \
       --label-exclude 'long'
     ;;
