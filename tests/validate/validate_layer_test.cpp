@@ -336,6 +336,7 @@ TEST_F(LayerTest, WaitInsideAnotherThreadsBufferDestroyReadsNoFreedStorage) {
 
 // The same window with real threads, many times over (ThreadSanitizer's view of it).
 TEST_F(LayerTest, WaitRacingBufferDestroyOnThreads) {
+  g_sim = calrt_sim_get_api(CALRT_ABI_MAJOR);  // what complete_behind_layer waits through
   open();
   for (int round = 0; round < 20; ++round) {
     io_ = make_io();
@@ -344,7 +345,6 @@ TEST_F(LayerTest, WaitRacingBufferDestroyOnThreads) {
     write(0);
     io_.input.map(io_.token_input).unmap();
     calrt::Job job = submit();
-    g_sim = calrt_sim_get_api(CALRT_ABI_MAJOR);
     complete_behind_layer(job);
     calrt::Buffer input = std::move(io_.input);
     std::thread destroyer([&] { input.destroy(); });
