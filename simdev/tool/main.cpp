@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
   serve->add_option("--keepalive-ms", serve_options.keepalive_ms, "keepalive period")
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
+  serve
+      ->add_option("--configure-wait-ms", serve_options.configure_wait_ms,
+                   "how long a Calbin_Configure waits for no job in flight")
+      ->check(CLI::Range(0, 600000))
+      ->capture_default_str();
   serve->add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();

@@ -148,6 +148,14 @@ Failure DeviceHost::detach() {
   return failure;
 }
 
+bool DeviceHost::running() const {
+  if (device_ == nullptr) return false;
+  auto args = make_args<Calrt_Device_Status_Args>();
+  args.device = device_;
+  if (const Failure f = take_error(api_, api_->Device_Status(&args)); !f.ok()) return false;
+  return get_enum(args.state) == CALRT_DEVICE_RUNNING;
+}
+
 void DeviceHost::destroy_now() {
   if (device_ == nullptr) return;
   users_ = 1;

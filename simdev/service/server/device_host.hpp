@@ -41,6 +41,9 @@ class DeviceHost {
   // Destroys the device whatever its users (daemon shutdown).
   void destroy_now();
   size_t users() const { return users_; }
+  // Whether a job is in flight on the device; false when there is no device or its status
+  // cannot be read (the request that asked then meets the error itself).
+  bool running() const;
 
  private:
   const CalrtApi* api_;

@@ -81,6 +81,7 @@ class Server {
         shutdown_timer_(io_),
         signals_(io_, SIGINT, SIGTERM) {
     shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
+    shared_.configure_wait = std::chrono::milliseconds(options.configure_wait_ms);
   }
 
   ~Server() {
@@ -159,7 +160,10 @@ class Server {
     // the cleanups, then release the device.
     for (const auto& s : std::set<std::shared_ptr<Session>>(sessions_)) s->close_now();
     sessions_.clear();
-    device_lane_.post([this] { host_.destroy_now(); });
+    device_lane_.post([this] {
+      shared_.quiet.flush();
+      host_.destroy_now();
+    });
     device_lane_.stop_and_join();
   }
 

@@ -16,6 +16,8 @@ struct ServerOptions {
   std::string device_config;
   uint32_t max_clients = 16;
   uint32_t keepalive_ms = 250;
+  // How long a Calbin_Configure waits for a moment with no job in flight (quiet_point.hpp).
+  uint32_t configure_wait_ms = 10000;
 };
 
 // Runs the daemon until SIGTERM or SIGINT. Prints the listening lines to stdout when ready

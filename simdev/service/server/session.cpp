@@ -210,10 +210,45 @@ void Session::on_request(Frame& frame) {
   };
   if (is_wait_call(*request)) {
     if (!wait_lane_) wait_lane_ = std::make_unique<Lane>("wait");
-    wait_lane_->post(std::move(work));
+    wait_lane_->post([self = shared_from_this(), work = std::move(work)]() mutable {
+      work();
+      // A finished wait may have been the last job in flight.
+      if (self->shared_.quiet.has_waiting()) {
+        self->shared_.device_lane.post([self] { poll_quiet_point(self); });
+      }
+    });
   } else {
-    shared_.device_lane.post(std::move(work));
+    shared_.device_lane.post([self = shared_from_this(), call, work = std::move(work)]() mutable {
+      self->run_on_device_lane(call, std::move(work));
+    });
   }
+}
+
+void Session::run_on_device_lane(Call call, QuietPointQueue::Run work) {
+  QuietPointQueue& quiet = shared_.quiet;
+  if (call == Call::calbin_configure) {
+    const auto deadline = QuietPointQueue::Clock::now() + shared_.configure_wait;
+    if (quiet.needs_quiet(std::move(work), deadline)) {
+      spdlog::debug("session {}: Calbin_Configure waits for a quiet point (up to {} ms)",
+                    session_id_, shared_.configure_wait.count());
+      // The io thread owns timers; at the deadline the configure runs whatever the state.
+      asio::post(shared_.io, [self = shared_from_this(), deadline] {
+        auto timer = std::make_shared<asio::steady_timer>(self->shared_.io, deadline);
+        timer->async_wait([self, timer](std::error_code) {
+          self->shared_.device_lane.post([self] { poll_quiet_point(self); });
+        });
+      });
+    }
+  } else if (call == Call::job_submit) {
+    quiet.makes_busy(std::move(work));
+  } else {
+    work();
+  }
+  quiet.poll(QuietPointQueue::Clock::now());
+}
+
+void Session::poll_quiet_point(const std::shared_ptr<Session>& self) {
+  self->shared_.quiet.poll(QuietPointQueue::Clock::now());
 }
 
 void Session::deliver(std::shared_ptr<Session> self, uint32_t request_id, Outcome outcome) {
@@ -338,6 +373,8 @@ void Session::start_cleanup() {
       self->wait_lane_->stop_and_join();
       self->wait_lane_.reset();
     }
+    // Its cancelled jobs may leave the device quiet for a waiting configure.
+    poll_quiet_point(self);
     self->shared_.cleanups_pending.fetch_sub(1);
     asio::io_context& io = self->shared_.io;
     asio::post(io, [keep = std::move(self)] {});

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "simdev/service/server/dispatch.hpp"
 #include "simdev/service/server/frame_splitter.hpp"
 #include "simdev/service/server/lane.hpp"
+#include "simdev/service/server/quiet_point.hpp"
 
 namespace simdev::service::server {
 
@@ -39,6 +41,9 @@ struct ServerShared {
   uint64_t protocol_errors = 0;
   std::atomic<size_t> cleanups_pending{0};
   std::function<void(const std::shared_ptr<Session>&)> on_closed;
+  std::chrono::milliseconds configure_wait{10000};
+  // Device lane only.
+  QuietPointQueue quiet{[this] { return !host.running(); }};
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -75,6 +80,9 @@ class Session : public std::enable_shared_from_this<Session> {
   static void deliver(std::shared_ptr<Session> self, uint32_t request_id, Outcome outcome);
   void on_response(uint32_t request_id, Outcome outcome);
   void start_cleanup();
+  void run_on_device_lane(Call call, QuietPointQueue::Run work);
+  // After something that may leave the device quiet: lets waiting configures run.
+  static void poll_quiet_point(const std::shared_ptr<Session>& self);
 
   ServerShared& shared_;
   Socket socket_;
