@@ -27,8 +27,8 @@
 #include "benchmarks/checked_main.hpp"
 #include "calbin/bf16.hpp"
 #include "calbin/layout.hpp"
-#include "runner/metrics.hpp"
-#include "runner/tensor_io.hpp"
+#include "runner/core/metrics.hpp"
+#include "runner/core/tensor_io.hpp"
 #include "simdev/gen/qwen3_30b_a3b_preset.hpp"
 
 namespace {

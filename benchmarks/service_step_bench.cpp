@@ -23,7 +23,7 @@
 #include "abi/calrt_loader.hpp"
 #include "benchmarks/checked_main.hpp"
 #include "daemon_process.hpp"
-#include "runner/tensor_io.hpp"
+#include "runner/core/tensor_io.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
 #include "simdev/service/client/client_api.h"

@@ -45,7 +45,7 @@
 #include "abi/calrt_ext.hpp"
 #include "abi/calrt_loader.hpp"
 #include "benchmarks/checked_main.hpp"
-#include "runner/tensor_io.hpp"
+#include "runner/core/tensor_io.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
 

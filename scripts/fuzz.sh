@@ -22,7 +22,7 @@ mkdir -p "$corpus/manifest" "$corpus/service" "$corpus/protocol" "$build"/fuzz-f
 "$build"/simdev/tool/simdev gen --preset tiny --seed 1 --no-golden --force \
   --out "$build"/fuzz-seed-calbin >/dev/null
 cp "$build"/fuzz-seed-calbin/manifest.json "$corpus/manifest/tiny.json"
-cp tests/acceptance/tiny-service.yaml "$corpus/service/tiny.yaml"
+cp tests/calbin/acceptance/tiny-service.yaml "$corpus/service/tiny.yaml"
 "$build"/tests/fuzz/protocol_fuzz_seeds "$corpus/protocol"
 
 run() {

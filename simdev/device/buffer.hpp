@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "abi/calrt.h"
-#include "simdev/device/handle_table.hpp"
+#include "simdev/device/base/handle_table.hpp"
 
 namespace simdev {
 

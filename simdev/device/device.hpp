@@ -13,17 +13,17 @@
 #include <vector>
 
 #include "abi/calrt.h"
+#include "simdev/device/base/engine.hpp"
+#include "simdev/device/base/handle_table.hpp"
+#include "simdev/device/base/tombstones.hpp"
+#include "simdev/device/base/trace_recorder.hpp"
 #include "simdev/device/buffer.hpp"
-#include "simdev/device/calbin_image.hpp"
-#include "simdev/device/device_config.hpp"
-#include "simdev/device/engine.hpp"
-#include "simdev/device/fault_plan.hpp"
-#include "simdev/device/handle_table.hpp"
+#include "simdev/device/faults/fault_plan.hpp"
 #include "simdev/device/job.hpp"
-#include "simdev/device/kv_handle.hpp"
+#include "simdev/device/model/calbin_image.hpp"
+#include "simdev/device/model/kv_handle.hpp"
 #include "simdev/device/state_machine.hpp"
-#include "simdev/device/tombstones.hpp"
-#include "simdev/device/trace_recorder.hpp"
+#include "simdev/device/timing/device_config.hpp"
 
 namespace simdev {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "simdev/device/cost_model.hpp"
 #include "simdev/device/device.hpp"
+#include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {
 namespace {

@@ -4,8 +4,8 @@
 // data a fault corrupts.
 #include <algorithm>
 
+#include "simdev/device/base/random_stream.hpp"
 #include "simdev/device/device.hpp"
-#include "simdev/device/random_stream.hpp"
 
 namespace simdev {
 namespace {

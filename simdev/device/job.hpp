@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "abi/calrt.h"
-#include "simdev/device/cost_model.hpp"
-#include "simdev/device/event_queue.hpp"
-#include "simdev/device/handle_table.hpp"
+#include "simdev/device/base/event_queue.hpp"
+#include "simdev/device/base/handle_table.hpp"
 #include "simdev/device/state_machine.hpp"
+#include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {
 

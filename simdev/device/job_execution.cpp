@@ -5,9 +5,9 @@
 
 #include "calbin/bf16.hpp"
 #include "calbin/layout.hpp"
-#include "simdev/device/cost_model.hpp"
 #include "simdev/device/device.hpp"
-#include "simdev/device/executor.hpp"
+#include "simdev/device/model/executor.hpp"
+#include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {
 namespace {

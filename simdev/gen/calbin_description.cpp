@@ -4,7 +4,7 @@
 
 #include "calbin/sha256.hpp"
 #include "simdev/gen/llm_models.hpp"
-#include "simdev/gen/memory_plan.hpp"
+#include "simdev/gen/memory_layout.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,5 +1,5 @@
 // The prefill and decode models of a preset (dense or MoE): I/O tensors, CSRs, ping/pong slot
-// names, workspace and op lists. Addresses are left at zero for memory_plan.hpp to assign.
+// names, workspace and op lists. Addresses are left at zero for memory_layout.hpp to assign.
 #pragma once
 
 #include <vector>

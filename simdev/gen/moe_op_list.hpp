@@ -3,7 +3,7 @@
 // parallel: both chips run every layer and hold a slice of every expert's intermediate
 // dimension, so each chip's list is the same.
 //
-// The inventory per graph and chip matches the vendor's compiled graphs (DESIGN.md 2):
+// The inventory per graph and chip matches the vendor's compiled graphs (REFERENCE.md):
 //   flash_attention    1 per layer                                   = L
 //   moe_grouped_dense  3 per layer: expert gate, up, down            = 3L
 //   fused_rmsnorm      4 per layer: attn_norm, q_norm, k_norm,

@@ -1,4 +1,4 @@
-// "qwen3-30b-a3b": the reference model of DESIGN.md section 2 as a timing-only calbin. Op
+// "qwen3-30b-a3b": the reference model of REFERENCE.md as a timing-only calbin. Op
 // lists, memory plan and declared weight sizes, no weight files and no golden set: the
 // simulator can load, size and time it, not compute with it.
 #pragma once

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "abi/calrt.h"
-#include "simdev/device/status.hpp"
+#include "simdev/device/base/status.hpp"
 
 struct CalrtError {
   CalrtCode code = CALRT_INTERNAL;

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <optional>
 
+#include "simdev/device/base/handle_table.hpp"
 #include "simdev/device/device.hpp"
-#include "simdev/device/handle_table.hpp"
 
 namespace simdev::runtime {
 

@@ -11,7 +11,7 @@
 #include "abi/calrt.h"
 #include "simdev/service/protocol.hpp"
 #include "simdev/service/server/device_host.hpp"
-#include "simdev/service/server/handle_table.hpp"
+#include "simdev/service/server/session_handles.hpp"
 
 namespace simdev::service::server {
 

@@ -1,0 +1,258 @@
+#include "runner/bench/bench_report.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <map>
+
+#ifndef CALRT_TOOL_VERSION
+#define CALRT_TOOL_VERSION "unknown"
+#endif
+
+namespace runner {
+namespace {
+
+double mean_of(const std::vector<MetricRow>& rows, const char* name) {
+  const MetricRow* row = find_metric(rows, name);
+  return row != nullptr ? row->dist.mean : 0.0;
+}
+
+std::string hex64(uint64_t value) { return fmt::format("{:016x}", value); }
+
+nlohmann::json metric_json(const MetricRow& row) {
+  nlohmann::json doc = {{"clock", row.clock}, {"unit", row.unit}, {"count", row.dist.count}};
+  if (row.dist.count == 0) {
+    doc["unavailable"] = row.unavailable;
+    return doc;
+  }
+  doc.update({{"min", row.dist.min},
+              {"p50", row.dist.p50},
+              {"p90", row.dist.p90},
+              {"p99", row.dist.p99},
+              {"max", row.dist.max},
+              {"mean", row.dist.mean}});
+  return doc;
+}
+
+nlohmann::json mode_json(const ModeRecord& mode, const std::vector<MetricRow>& rows) {
+  nlohmann::json doc;
+  doc["slots"] = mode.slots;
+  doc["jobs"] = mode.jobs.size();
+  for (const MetricRow& row : rows) {
+    doc["metrics"][row.name] = metric_json(row);
+  }
+  doc["runs"] = nlohmann::json::array();
+  for (const RunRecord& run : mode.runs) {
+    doc["runs"].push_back({{"run", run.run.run},
+                           {"warmup", run.run.warmup},
+                           {"device_begin_ns", run.begin},
+                           {"device_end_ns", run.end},
+                           {"e2e_ms", static_cast<double>(run.end - run.begin) / 1e6},
+                           {"jobs", run.jobs},
+                           {"tokens", run.tokens}});
+  }
+  // Per measured request: the tokens and a fingerprint of the logits each came from, so
+  // that runs and modes can be compared bit for bit.
+  doc["requests"] = nlohmann::json::array();
+  for (const SequenceRecord& seq : mode.sequences) {
+    if (seq.run.warmup) {
+      continue;
+    }
+    nlohmann::json hashes = nlohmann::json::array();
+    for (const uint64_t hash : seq.logits_hashes) {
+      hashes.push_back(hex64(hash));
+    }
+    doc["requests"].push_back({{"run", seq.run.run},
+                               {"request", seq.seq},
+                               {"tokens", seq.tokens},
+                               {"logits_fnv1a64", hashes}});
+  }
+  return doc;
+}
+
+// Fixed decimals per unit, so the CSV text is stable: ns resolution for times.
+std::string format_value(const std::string& unit, double value) {
+  if (unit == "ms") {
+    return fmt::format("{:.6f}", value);
+  }
+  return fmt::format("{:.3f}", value);
+}
+
+}  // namespace
+
+BenchComparison compare_modes(const ModeRecord& sync, const std::vector<MetricRow>& sync_metrics,
+                              const ModeRecord& parallel,
+                              const std::vector<MetricRow>& parallel_metrics) {
+  BenchComparison c;
+  c.done = true;
+  c.sync_e2e_mean_ms = mean_of(sync_metrics, "e2e_time");
+  c.parallel_e2e_mean_ms = mean_of(parallel_metrics, "e2e_time");
+  c.e2e_speedup = c.parallel_e2e_mean_ms > 0 ? c.sync_e2e_mean_ms / c.parallel_e2e_mean_ms : 0.0;
+  std::map<std::pair<uint32_t, uint32_t>, const SequenceRecord*> by_key;
+  for (const SequenceRecord& seq : parallel.sequences) {
+    if (!seq.run.warmup) {
+      by_key[{seq.run.run, seq.seq}] = &seq;
+    }
+  }
+  auto differ = [&](const SequenceRecord& seq, const std::string& what) {
+    if (c.first_difference.empty()) {
+      c.first_difference = fmt::format("run {} request {}: {}", seq.run.run, seq.seq, what);
+    }
+  };
+  for (const SequenceRecord& seq : sync.sequences) {
+    if (seq.run.warmup) {
+      continue;
+    }
+    ++c.requests;
+    const auto other = by_key.find({seq.run.run, seq.seq});
+    if (other == by_key.end()) {
+      c.tokens_identical = c.logits_identical = false;
+      differ(seq, "missing in parallel mode");
+      continue;
+    }
+    const SequenceRecord& p = *other->second;
+    if (seq.tokens.size() != p.tokens.size()) {
+      c.tokens_identical = c.logits_identical = false;
+      differ(seq,
+             fmt::format("{} tokens (sync) != {} (parallel)", seq.tokens.size(), p.tokens.size()));
+    }
+    for (size_t k = 0; k < std::min(seq.tokens.size(), p.tokens.size()); ++k) {
+      if (seq.logits_hashes[k] != p.logits_hashes[k]) {
+        c.logits_identical = false;
+        differ(seq, fmt::format("token {}: logits fingerprint {} (sync) != {} (parallel)", k,
+                                hex64(seq.logits_hashes[k]), hex64(p.logits_hashes[k])));
+      }
+      if (seq.tokens[k] != p.tokens[k]) {
+        c.tokens_identical = false;
+        differ(seq,
+               fmt::format("token {}: {} (sync) != {} (parallel)", k, seq.tokens[k], p.tokens[k]));
+      }
+    }
+  }
+  return c;
+}
+
+std::string shell_command_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& arg : argv) {
+    if (!line.empty()) {
+      line += ' ';
+    }
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_-+=./:,@%") == std::string::npos;
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (const char c : arg) {
+      line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    line += '\'';
+  }
+  return line;
+}
+
+nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options) {
+  nlohmann::json doc;
+  doc["schema"] = kBenchSchema;
+  doc["tool"] = {{"name", "calrt"}, {"version", CALRT_TOOL_VERSION}, {"command", "bench"}};
+  doc["command_line"] = shell_command_line(options.argv);
+  doc["result"] = outcome.result;
+  if (!outcome.error.empty()) {
+    doc["error"] = outcome.error;
+  }
+  doc.update(outcome.environment);
+  doc["clocks"] = {
+      {"device",
+       "the device clock (Job_Status timestamps, Clock_Get): virtual time on the simulator, "
+       "where host work counts only as charged through Clock_HostSpend"},
+      {"host-wall", "host phases measured with the host's steady clock and charged as measured"},
+      {"host-model",
+       "host phases modelled as overhead_ns + ceil(bytes / host_gbps) and charged as "
+       "modelled; see settings.host_time"}};
+  doc["percentiles"] =
+      "nearest rank on the sorted samples: P = x[ceil(p / 100 * n)] (1-based), no "
+      "interpolation; mean is the arithmetic mean; warmup runs are excluded";
+  for (const MetricSpec& spec : bench_metric_specs()) {
+    doc["definitions"][spec.name] = {{"clock", spec.device_clock ? "device" : "host"},
+                                     {"unit", spec.unit},
+                                     {"definition", spec.definition}};
+  }
+  doc["modes"] = nlohmann::json::object();
+  for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
+    doc["modes"][outcome.modes[m].mode] = mode_json(outcome.modes[m], outcome.metrics[m]);
+  }
+  if (outcome.comparison.done) {
+    const BenchComparison& c = outcome.comparison;
+    doc["comparison"] = {{"clock", "device"},
+                         {"sync_e2e_mean_ms", c.sync_e2e_mean_ms},
+                         {"parallel_e2e_mean_ms", c.parallel_e2e_mean_ms},
+                         {"e2e_speedup", c.e2e_speedup},
+                         {"requests", c.requests},
+                         {"tokens_identical", c.tokens_identical},
+                         {"logits_identical", c.logits_identical}};
+    if (!c.first_difference.empty()) {
+      doc["comparison"]["first_difference"] = c.first_difference;
+    }
+  }
+  if (!outcome.trace.is_null()) {
+    doc["trace"] = outcome.trace;
+  }
+  return doc;
+}
+
+std::string bench_report_csv(const BenchOutcome& outcome) {
+  std::string csv = "mode,metric,clock,unit,count,min,p50,p90,p99,max,mean\n";
+  for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
+    for (const MetricRow& row : outcome.metrics[m]) {
+      csv += fmt::format("{},{},{},{},{}", outcome.modes[m].mode, row.name, row.clock, row.unit,
+                         row.dist.count);
+      const Distribution& d = row.dist;
+      for (const double value : {d.min, d.p50, d.p90, d.p99, d.max, d.mean}) {
+        csv += "," + (d.count == 0 ? std::string() : format_value(row.unit, value));
+      }
+      csv += "\n";
+    }
+  }
+  return csv;
+}
+
+void print_bench_table(std::FILE* out, const BenchOutcome& outcome) {
+  std::fprintf(out, "%-9s %-16s %-10s %-5s %6s %11s %11s %11s %11s %11s %11s\n", "mode", "metric",
+               "clock", "unit", "count", "min", "p50", "p90", "p99", "max", "mean");
+  for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
+    for (const MetricRow& row : outcome.metrics[m]) {
+      const Distribution& d = row.dist;
+      std::string line = fmt::format("{:<9} {:<16} {:<10} {:<5} {:>6}", outcome.modes[m].mode,
+                                     row.name, row.clock, row.unit, d.count);
+      if (d.count == 0) {
+        line += "  unavailable: " + row.unavailable;
+      } else {
+        for (const double value : {d.min, d.p50, d.p90, d.p99, d.max, d.mean}) {
+          line += fmt::format(" {:>11.3f}", value);
+        }
+      }
+      std::fprintf(out, "%s\n", line.c_str());
+    }
+  }
+  if (outcome.comparison.done) {
+    const BenchComparison& c = outcome.comparison;
+    std::fprintf(out,
+                 "e2e time per run (device clock, mean): sync %.3f ms, parallel %.3f ms: "
+                 "parallel is %.3fx sync\n",
+                 c.sync_e2e_mean_ms, c.parallel_e2e_mean_ms, c.e2e_speedup);
+    if (c.tokens_identical && c.logits_identical) {
+      std::fprintf(out,
+                   "logits and tokens: bit-identical in sync and parallel mode (%zu requests)\n",
+                   c.requests);
+    } else {
+      std::fprintf(out, "logits or tokens DIFFER between sync and parallel mode: %s\n",
+                   c.first_difference.c_str());
+    }
+  }
+  std::fflush(out);
+}
+
+}  // namespace runner

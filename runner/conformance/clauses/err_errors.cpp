@@ -1,0 +1,152 @@
+// ERR: errors and fault classes. abi/CONFORMANCE.md#err-errors-and-fault-classes
+#include <fmt/format.h>
+#include <cstring>
+#include <filesystem>
+
+#include "runner/conformance/clauses/clauses.hpp"
+
+namespace runner {
+namespace {
+
+void expect_class(const CallOutcome& outcome, CalrtCode code, CalrtFaultClass fault,
+                  const std::string& what) {
+  expect_code(outcome, code, what);
+  require(CALRT_CODE_FAULT_CLASS(outcome.code) == fault,
+          fmt::format(
+              "{}: code {} has fault class {}, expected {}", what, calrt::code_name(outcome.code),
+              static_cast<int>(CALRT_CODE_FAULT_CLASS(outcome.code)), static_cast<int>(fault)));
+}
+
+void err_request_model(ClauseContext& ctx) {
+  const Fixture f = ctx.fixture(Setup::calbin);
+  auto status = args_of<Calrt_Device_Status_Args>();
+  expect_class(CONF_CALL(ctx, Device_Status, status), CALRT_INVALID_HANDLE, CALRT_FAULT_REQUEST,
+               "Device_Status(NULL)");
+  status.device = f.device.get();
+  status.struct_size = 0;
+  expect_class(CONF_CALL(ctx, Device_Status, status), CALRT_STRUCT_TOO_SMALL, CALRT_FAULT_REQUEST,
+               "Device_Status(struct_size 0)");
+  auto model = args_of<Calrt_Calbin_GetModel_Args>();
+  model.calbin = f.calbin.get();
+  model.model_index = f.info.model_count;
+  expect_class(CONF_CALL(ctx, Calbin_GetModel, model), CALRT_OUT_OF_RANGE, CALRT_FAULT_REQUEST,
+               "Calbin_GetModel(model_count)");
+  auto tensor = args_of<Calrt_Calbin_GetTensor_Args>();
+  tensor.calbin = f.calbin.get();
+  tensor.model_name = "no-such-model";
+  tensor.direction = CALRT_INPUT;
+  expect_class(CONF_CALL(ctx, Calbin_GetTensor, tensor), CALRT_NOT_FOUND, CALRT_FAULT_REQUEST,
+               "Calbin_GetTensor(unknown model)");
+  auto reset = args_of<Calrt_Device_Reset_Args>();
+  reset.device = f.device.get();
+  set_raw(reset.level, CALRT_RESET_LEVEL_COUNT_);
+  expect_class(CONF_CALL(ctx, Device_Reset, reset), CALRT_INVALID_ARGUMENT, CALRT_FAULT_REQUEST,
+               "Device_Reset(level CALRT_RESET_LEVEL_COUNT_)");
+  auto kv = args_of<Calrt_Kv_Capacity_Args>();
+  kv.calbin = f.calbin.get();
+  expect_class(CONF_CALL(ctx, Kv_Capacity, kv), CALRT_NOT_CONFIGURED, CALRT_FAULT_MODEL,
+               "Kv_Capacity before configure");
+  const std::string missing = (ctx.options.calbin / "no-such-calbin").string();
+  auto create = args_of<Calrt_Calbin_Create_Args>();
+  create.device = f.device.get();
+  create.path = missing.c_str();
+  create.timeout_ns = kClauseWaitNs;
+  expect_class(CONF_CALL(ctx, Calbin_Create, create), CALRT_CALBIN_INVALID, CALRT_FAULT_MODEL,
+               "Calbin_Create(missing path)");
+}
+
+void err_device_class(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  ctx.set_plan(f.device,
+               "seed: 1\nfaults:\n  - kind: dma_h2d\n    during: prefill\n    at_op: 1\n");
+  const uint64_t errors_before = f.device.status().error_count;
+  calrt::Job job = ctx.submit(f, f.prefill);
+  const CallOutcome waited = ctx.wait_raw(job.get(), kClauseWaitNs);
+  const calrt::JobStatus status = job.status();
+  require(status.state == calrt::JobState::failed,
+          fmt::format("job after a dma_h2d fault is {}, expected FAILED",
+                      calrt::to_string(status.state)));
+  require(status.code == CALRT_DMA_ERROR && status.fault_class() == calrt::FaultClass::device,
+          "job after a dma_h2d fault: code " + calrt::code_name(status.code) +
+              ", expected DMA_ERROR (device class)");
+  require(waited.ok() || CALRT_CODE_FAULT_CLASS(waited.code) == CALRT_FAULT_DEVICE,
+          "Job_Wait of the failed job returned " + calrt::code_name(waited.code) +
+              ", not a device-class code");
+  const calrt::DeviceStatus device = f.device.status();
+  require(device.state == calrt::DeviceState::faulted,
+          fmt::format("device after a DMA error is {}, expected FAULTED",
+                      calrt::to_string(device.state)));
+  require(device.error_count == errors_before + 1,
+          fmt::format("error_count {} -> {}, expected +1", errors_before, device.error_count));
+  require(device.last_error == CALRT_DMA_ERROR,
+          "last_error is " + calrt::code_name(device.last_error) + ", expected DMA_ERROR");
+}
+
+void err_messages(ClauseContext& ctx) {
+  const Fixture f = ctx.fixture(Setup::configured);
+  const std::string missing = (ctx.options.calbin.parent_path() / "conformance-missing").string();
+  auto create = args_of<Calrt_Calbin_Create_Args>();
+  create.device = f.device.get();
+  create.path = missing.c_str();
+  const CallOutcome calbin = CONF_CALL(ctx, Calbin_Create, create);
+  require(!calbin.ok() && calbin.message.find("conformance-missing") != std::string::npos,
+          "Calbin_Create of a missing path: message '" + calbin.message + "' does not name it");
+  auto buffer = args_of<Calrt_Buffer_Create_Args>();
+  buffer.calbin = f.calbin.get();
+  buffer.model_name = "conformance_no_such_model";
+  buffer.direction = CALRT_INPUT;
+  const CallOutcome model = CONF_CALL(ctx, Buffer_Create, buffer);
+  require(!model.ok() && model.message.find("conformance_no_such_model") != std::string::npos,
+          "Buffer_Create of an unknown model: message '" + model.message + "' does not name it");
+  auto device = args_of<Calrt_Device_Create_Args>();
+  device.kind = CALRT_DEVICE_SIM;
+  device.config = "conformance_bogus_key=17";
+  const CallOutcome option = CONF_CALL(ctx, Device_Create, device);
+  if (device.device != nullptr) {
+    auto destroy = args_of<Calrt_Device_Destroy_Args>();
+    destroy.device = device.device;
+    (void)CONF_CALL(ctx, Device_Destroy, destroy);
+  }
+  require(!option.ok() && option.message.find("conformance_bogus_key") != std::string::npos,
+          "Device_Create with an unknown option: message '" + option.message +
+              "' does not name the key");
+}
+
+void err_ownership(ClauseContext& ctx) {
+  auto status = args_of<Calrt_Device_Status_Args>();
+  CalrtError* error = CALRT_HPP_ENTRY(ctx.api, Device_Status)(&status);
+  require(error != nullptr, "Device_Status(NULL) returned no error");
+  for (int round = 0; round < 2; ++round) {
+    auto message = args_of<Calrt_Error_Message_Args>();
+    message.error = error;
+    CALRT_HPP_ENTRY(ctx.api, Error_Message)(&message);
+    require(message.message != nullptr && message.message_size > 0,
+            "Error_Message gave an empty message");
+    require(std::strlen(message.message) == message.message_size,
+            fmt::format("Error_Message: message_size {} but strlen {}", message.message_size,
+                        std::strlen(message.message)));
+    auto code = args_of<Calrt_Error_GetCode_Args>();
+    code.error = error;
+    CALRT_HPP_ENTRY(ctx.api, Error_GetCode)(&code);
+    require(code.code == CALRT_INVALID_HANDLE,
+            "Error_GetCode: " + calrt::code_name(code.code) + ", expected INVALID_HANDLE");
+  }
+  auto destroy = args_of<Calrt_Error_Destroy_Args>();
+  destroy.error = error;
+  CALRT_HPP_ENTRY(ctx.api, Error_Destroy)(&destroy);
+  auto none = args_of<Calrt_Error_Destroy_Args>();
+  CALRT_HPP_ENTRY(ctx.api, Error_Destroy)(&none);
+}
+
+}  // namespace
+
+std::vector<Clause> clauses_err() {
+  return {
+      {"ERR.1", "ERR", "request and model codes", err_request_model},
+      {"ERR.2", "ERR", "device faults are device class", err_device_class},
+      {"ERR.3", "ERR", "messages name the object", err_messages},
+      {"ERR.4", "ERR", "errors are owned by the caller", err_ownership},
+  };
+}
+
+}  // namespace runner

@@ -1,0 +1,192 @@
+// JOB: submit, wait, timeout, cancel. abi/CONFORMANCE.md#job-submit-wait-timeout-cancel
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+#include "abi/calrt_ext.hpp"
+
+#include "runner/conformance/clauses/clauses.hpp"
+
+namespace runner {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+void job_completes(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  const calrt::JobStatus s = expect_final(job, calrt::JobState::completed, "a valid prefill");
+  require(
+      s.code == CALRT_OK && s.message.empty(),
+      "a completed job reports code " + calrt::code_name(s.code) + " message '" + s.message + "'");
+  const std::vector<nanoseconds> times = {s.submit_time,        s.start_time,       s.h2d_end_time,
+                                          s.compute_start_time, s.compute_end_time, s.end_time};
+  require(
+      std::is_sorted(times.begin(), times.end()) && s.end_time.count() > 0,
+      fmt::format("timestamps not ordered: submit {} start {} h2d_end {} compute_start {} "
+                  "compute_end {} end {} ns",
+                  s.submit_time.count(), s.start_time.count(), s.h2d_end_time.count(),
+                  s.compute_start_time.count(), s.compute_end_time.count(), s.end_time.count()));
+}
+
+void job_preconditions(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  const ModelIo& io = f.prefill;
+  expect_code(ctx.submit_raw(f, "conformance_no_such_model", io.input.get(), io.output.get()),
+              CALRT_NOT_FOUND, "Job_Submit of an unknown model");
+  expect_code(ctx.submit_raw(f, io.name(), io.output.get(), io.input.get()), CALRT_INVALID_ARGUMENT,
+              "Job_Submit with input and output swapped");
+  const std::vector<calrt::ModelDesc> models = f.calbin.models();
+  const bool has_decode = std::any_of(models.begin(), models.end(), [](const auto& m) {
+    return m.type == calrt::ModelType::decode;
+  });
+  if (has_decode) {
+    ModelIo decode = ctx.model_io(f, calrt::ModelType::decode);
+    const calrt::Kv kv = ctx.apply_kv(f, decode);
+    expect_code(ctx.submit_raw(f, io.name(), decode.input.get(), decode.output.get()),
+                CALRT_INVALID_ARGUMENT,
+                "Job_Submit of " + io.name() + " with the decode model's buffers");
+  }
+  ModelIo bare = ctx.model_io(f, calrt::ModelType::prefill);
+  ctx.write_inputs(bare, kJobTokens);
+  expect_code(ctx.submit_raw(f, io.name(), bare.input.get(), bare.output.get()), CALRT_WRONG_STATE,
+              "Job_Submit with no KV applied");
+}
+
+void job_sync_limit(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  ModelIo second = ctx.model_io(f, calrt::ModelType::prefill);
+  const calrt::Kv kv = ctx.apply_kv(f, second);
+  ctx.write_inputs(second, kJobTokens);
+  calrt::Job held = ctx.submit_held(f, f.prefill);
+  expect_code(ctx.submit_raw(f, second.name(), second.input.get(), second.output.get()), CALRT_BUSY,
+              "a second Job_Submit in sync mode while one is in flight");
+  require(!held.status().is_final(), "the held job became final during the check");
+  held.cancel();
+}
+
+// Device time when the runtime offers its clock, else the host's steady clock.
+class ClauseClock {
+ public:
+  explicit ClauseClock(const calrt::Device& device) : device_(calrt::DeviceClock::of(device)) {}
+  nanoseconds now() const {
+    if (device_) {
+      return device_.now();
+    }
+    return std::chrono::duration_cast<nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch());
+  }
+  const char* name() const { return device_ ? "device clock" : "host steady clock"; }
+
+ private:
+  calrt::DeviceClock device_;
+};
+
+void job_wait_timing(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  ctx.plan_hang(f.device);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  const ClauseClock clock(f.device);
+  for (const milliseconds timeout : {milliseconds(10), milliseconds(50), milliseconds(200)}) {
+    const nanoseconds begin = clock.now();
+    const calrt::WaitResult result = job.wait(timeout);
+    const nanoseconds elapsed = clock.now() - begin;
+    require(result == calrt::WaitResult::not_ready,
+            fmt::format("Job_Wait({} ms) on a hung job returned READY", timeout.count()));
+    const calrt::JobState state = job.status().state;
+    require(state == calrt::JobState::submitted || state == calrt::JobState::running,
+            fmt::format("after a NOT_READY wait the job is {}", calrt::to_string(state)));
+    const nanoseconds late_bound = timeout + timeout / 20 + milliseconds(2);
+    require(elapsed >= timeout && elapsed <= late_bound,
+            fmt::format("Job_Wait({} ms) took {:.3f} ms on the {}, expected [{}, {:.3f}] ms",
+                        timeout.count(), std::chrono::duration<double, std::milli>(elapsed).count(),
+                        clock.name(), timeout.count(),
+                        std::chrono::duration<double, std::milli>(late_bound).count()));
+  }
+  job.cancel();
+}
+
+void expect_cancelled(calrt::Job& job, const std::string& what) {
+  require(job.wait(kClauseWait) == calrt::WaitResult::ready, what + ": Job_Wait NOT_READY");
+  const calrt::JobStatus s = job.status();
+  require(s.state == calrt::JobState::cancelled && s.code == CALRT_CANCELLED,
+          fmt::format("{}: job is {} with code {}, expected CANCELLED", what,
+                      calrt::to_string(s.state), calrt::code_name(s.code)));
+}
+
+void job_cancel_after_not_ready(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  calrt::Job job = ctx.submit_held(f, f.prefill);
+  if (job.wait(milliseconds(10)) == calrt::WaitResult::ready) {
+    throw ClauseSkip("the job completed within a 10 ms wait: nothing held it in flight");
+  }
+  job.cancel();
+  expect_cancelled(job, "after Job_Cancel");
+  { const calrt::Mapping mapping = f.prefill.input.map(0, kClauseWait); }
+  { const calrt::Mapping mapping = f.prefill.output.map(0, kClauseWait); }
+  job.cancel();
+  expect_cancelled(job, "after cancelling a cancelled job");
+}
+
+void job_complete_after_not_ready(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  if (job.wait(std::chrono::microseconds(1)) == calrt::WaitResult::ready) {
+    throw ClauseSkip("the job completed within 1 us: no NOT_READY to recover from");
+  }
+  require(job.wait(kClauseWait) == calrt::WaitResult::ready, "the second Job_Wait was NOT_READY");
+  const calrt::JobStatus s = job.status();
+  require(s.state == calrt::JobState::completed,
+          fmt::format("after a NOT_READY wait the job ended {} ({})", calrt::to_string(s.state),
+                      calrt::code_name(s.code)));
+  job.cancel();
+  require(job.status().state == calrt::JobState::completed,
+          "Job_Cancel of a completed job changed its state");
+}
+
+void job_destroy_cancels(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  calrt::Job job = ctx.submit_held(f, f.prefill);
+  job.destroy();
+  { const calrt::Mapping mapping = f.prefill.input.map(0, kClauseWait); }
+  { const calrt::Mapping mapping = f.prefill.output.map(0, kClauseWait); }
+  const calrt::DeviceState state = f.device.status().state;
+  require(state == calrt::DeviceState::configured,
+          fmt::format("device is {} after destroying its only job, expected CONFIGURED",
+                      calrt::to_string(state)));
+}
+
+void job_watchdog(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  ctx.plan_hang(f.device);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  const CallOutcome outcome = ctx.wait_raw(job.get(), kClauseWaitNs);
+  expect_code(outcome, CALRT_DEVICE_HUNG, "Job_Wait on a hung job past the watchdog");
+  const calrt::JobStatus s = job.status();
+  require(s.state == calrt::JobState::timed_out && s.code == CALRT_DEVICE_HUNG,
+          fmt::format("the hung job is {} with {}, expected TIMED_OUT with DEVICE_HUNG",
+                      calrt::to_string(s.state), calrt::code_name(s.code)));
+  const calrt::DeviceState state = f.device.status().state;
+  require(
+      state == calrt::DeviceState::faulted,
+      fmt::format("device is {} after the watchdog, expected FAULTED", calrt::to_string(state)));
+}
+
+}  // namespace
+
+std::vector<Clause> clauses_job() {
+  return {
+      {"JOB.1", "JOB", "a job completes", job_completes},
+      {"JOB.2", "JOB", "submit preconditions", job_preconditions},
+      {"JOB.3", "JOB", "sync mode allows one job in flight", job_sync_limit},
+      {"JOB.4", "JOB", "wait timeout is accurate", job_wait_timing},
+      {"JOB.5", "JOB", "cancel after NOT_READY", job_cancel_after_not_ready},
+      {"JOB.6", "JOB", "complete after NOT_READY", job_complete_after_not_ready},
+      {"JOB.7", "JOB", "destroy cancels", job_destroy_cancels},
+      {"JOB.8", "JOB", "watchdog ends a hung job", job_watchdog},
+  };
+}
+
+}  // namespace runner

@@ -1,0 +1,183 @@
+// VER: version negotiation. abi/CONFORMANCE.md#ver-version-negotiation
+#include <fmt/format.h>
+#include <cstring>
+#include <filesystem>
+
+#include "runner/conformance/clauses/clauses.hpp"
+
+namespace runner {
+namespace {
+
+void ver_table_major(ClauseContext& ctx) {
+  const CalrtApi* table = ctx.api.table();
+  require(table->abi_major == CALRT_ABI_MAJOR,
+          fmt::format("table abi_major {}, expected {}", table->abi_major, CALRT_ABI_MAJOR));
+  if (ctx.get_api != nullptr) {
+    require(ctx.get_api(CALRT_ABI_MAJOR) != nullptr, "CalrtGetApi(CALRT_ABI_MAJOR) returned NULL");
+  }
+  const calrt::Device device = ctx.open_device();
+  const calrt::DeviceStatus status = device.status();
+  require(status.abi_major == table->abi_major && status.abi_minor == table->abi_minor &&
+              status.abi_patch == table->abi_patch,
+          fmt::format("Device_Status reports ABI {}.{}.{}, the table {}.{}.{}", status.abi_major,
+                      status.abi_minor, status.abi_patch, table->abi_major, table->abi_minor,
+                      table->abi_patch));
+}
+
+void ver_wrong_major(ClauseContext& ctx) {
+  if (ctx.get_api == nullptr) {
+    throw ClauseSkip("no CalrtGetApi entry point for this backend (a table passed directly)");
+  }
+  for (const uint32_t major : {uint32_t{CALRT_ABI_MAJOR + 1}, uint32_t{UINT32_MAX}}) {
+    require(ctx.get_api(major) == nullptr,
+            fmt::format("CalrtGetApi({}) returned a table, expected NULL", major));
+  }
+}
+
+void ver_table_size(ClauseContext& ctx) {
+  const CalrtApi* table = ctx.api.table();
+  const size_t header = offsetof(CalrtApi, Error_GetCode) + sizeof(table->Error_GetCode);
+  require(table->struct_size >= header,
+          fmt::format("table struct_size {} ends before Error_GetCode ({})", table->struct_size,
+                      header));
+  if (table->abi_major == CALRT_ABI_MAJOR && table->abi_minor >= CALRT_ABI_MINOR) {
+    require(table->struct_size >= CALRT_API_STRUCT_SIZE,
+            fmt::format("table of ABI minor {} has struct_size {}, below CALRT_API_STRUCT_SIZE {}",
+                        table->abi_minor, table->struct_size, CALRT_API_STRUCT_SIZE));
+  }
+}
+
+// True when looking up the entry throws UNIMPLEMENTED.
+template <class Lookup>
+bool unimplemented(Lookup&& lookup) {
+  try {
+    lookup();
+  } catch (const calrt::Error& error) {
+    return error.code() == CALRT_UNIMPLEMENTED;
+  }
+  return false;
+}
+
+void ver_missing_entry(ClauseContext& ctx) {
+  const CalrtApi* table = ctx.api.table();
+  CalrtApi copy{};
+  std::memcpy(&copy, table, std::min(sizeof(copy), table->struct_size));
+  copy.struct_size = std::min(sizeof(copy), table->struct_size);
+  copy.Kv_Clear = nullptr;
+  const calrt::Api nulled(&copy);
+  require(unimplemented([&] { (void)CALRT_HPP_ENTRY(nulled, Kv_Clear); }),
+          "a NULL Kv_Clear entry was not reported as UNIMPLEMENTED");
+  CalrtApi cut = copy;
+  cut.struct_size = offsetof(CalrtApi, Kv_Info);
+  const calrt::Api shortened(&cut);
+  require(unimplemented([&] { (void)CALRT_HPP_ENTRY(shortened, Kv_Info); }),
+          "an entry beyond struct_size (Kv_Info) was not reported as UNIMPLEMENTED");
+  require(!unimplemented([&] { (void)CALRT_HPP_ENTRY(shortened, Kv_Free); }),
+          "an entry within struct_size (Kv_Free) was reported as UNIMPLEMENTED");
+}
+
+void ver_smaller_struct(ClauseContext& ctx) {
+  for (const size_t size : {size_t{CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE - 1}, size_t{0}}) {
+    auto create = args_of<Calrt_Device_Create_Args>();
+    create.struct_size = size;
+    create.kind = CALRT_DEVICE_SIM;
+    const CallOutcome outcome = CONF_CALL(ctx, Device_Create, create);
+    if (create.device != nullptr) {
+      auto destroy = args_of<Calrt_Device_Destroy_Args>();
+      destroy.device = create.device;
+      (void)CONF_CALL(ctx, Device_Destroy, destroy);
+      throw ClauseFailure(fmt::format("Device_Create with struct_size {} created a device", size));
+    }
+    expect_code(outcome, CALRT_STRUCT_TOO_SMALL,
+                fmt::format("Device_Create with struct_size {}", size));
+  }
+  Fixture f = ctx.fixture(Setup::ready);
+  auto status = args_of<Calrt_Device_Status_Args>();
+  status.struct_size -= 1;
+  status.device = f.device.get();
+  status.abi_major = 0xFFFFFFFFu;
+  expect_code(CONF_CALL(ctx, Device_Status, status), CALRT_STRUCT_TOO_SMALL,
+              "Device_Status with struct_size - 1");
+  require(status.abi_major == 0xFFFFFFFFu, "Device_Status wrote out fields of a too-small struct");
+  auto info = args_of<Calrt_Calbin_GetInfo_Args>();
+  info.struct_size -= 1;
+  info.calbin = f.calbin.get();
+  expect_code(CONF_CALL(ctx, Calbin_GetInfo, info), CALRT_STRUCT_TOO_SMALL,
+              "Calbin_GetInfo with struct_size - 1");
+  require(info.model_count == 0, "Calbin_GetInfo wrote out fields of a too-small struct");
+  calrt::Job job = ctx.submit(f, f.prefill);
+  auto wait = args_of<Calrt_Job_Wait_Args>();
+  wait.struct_size = 0;
+  wait.job = job.get();
+  wait.timeout_ns = 1;
+  expect_code(CONF_CALL(ctx, Job_Wait, wait), CALRT_STRUCT_TOO_SMALL,
+              "Job_Wait with struct_size 0");
+  job.wait(kClauseWait);
+}
+
+// An args struct followed by bytes the runtime must neither need nor write.
+template <class Args>
+struct Padded {
+  Args args;
+  unsigned char tail[64];
+  Padded() {
+    std::memset(static_cast<void*>(this), 0xA5, sizeof(*this));
+    args = args_of<Args>();
+    args.struct_size = sizeof(Args) + sizeof(tail);
+  }
+  bool tail_intact() const {
+    for (const unsigned char byte : tail) {
+      if (byte != 0xA5) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+void ver_larger_struct(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  Padded<Calrt_Device_Status_Args> status;
+  status.args.device = f.device.get();
+  expect_code(CONF_CALL(ctx, Device_Status, status.args), CALRT_OK,
+              "Device_Status with 64 extra bytes");
+  require(status.tail_intact(), "Device_Status wrote past the fields it knows");
+  require(status.args.abi_major == CALRT_ABI_MAJOR,
+          "Device_Status with a larger struct: abi_major");
+  Padded<Calrt_Calbin_GetInfo_Args> info;
+  info.args.calbin = f.calbin.get();
+  expect_code(CONF_CALL(ctx, Calbin_GetInfo, info.args), CALRT_OK,
+              "Calbin_GetInfo with 64 extra bytes");
+  require(info.tail_intact(), "Calbin_GetInfo wrote past the fields it knows");
+  require(info.args.model_count == f.info.model_count, "Calbin_GetInfo with a larger struct");
+
+  calrt::Job job = ctx.submit(f, f.prefill);
+  job.wait(kClauseWait);
+  auto old = args_of<Calrt_Job_Status_Args>();
+  old.struct_size = offsetof(Calrt_Job_Status_Args, end_time_ns) + sizeof(old.end_time_ns);
+  old.job = job.get();
+  old.h2d_end_time_ns = 0x5A5A5A5A;
+  old.compute_start_time_ns = 0x5A5A5A5A;
+  old.compute_end_time_ns = 0x5A5A5A5A;
+  expect_code(CONF_CALL(ctx, Job_Status, old), CALRT_OK,
+              "Job_Status with the struct ending at end_time_ns");
+  require(old.state == CALRT_JOB_COMPLETED, "Job_Status (old size): job not COMPLETED");
+  require(old.h2d_end_time_ns == 0x5A5A5A5A && old.compute_start_time_ns == 0x5A5A5A5A &&
+              old.compute_end_time_ns == 0x5A5A5A5A,
+          "Job_Status wrote the appended profiling fields past the caller's struct_size");
+}
+
+}  // namespace
+
+std::vector<Clause> clauses_ver() {
+  return {
+      {"VER.1", "VER", "table of the current major", ver_table_major},
+      {"VER.2", "VER", "wrong major is refused", ver_wrong_major},
+      {"VER.3", "VER", "table struct_size", ver_table_size},
+      {"VER.4", "VER", "missing entry is UNIMPLEMENTED", ver_missing_entry},
+      {"VER.5", "VER", "smaller args struct_size", ver_smaller_struct},
+      {"VER.6", "VER", "larger args struct_size", ver_larger_struct},
+  };
+}
+
+}  // namespace runner

@@ -1,0 +1,48 @@
+#include "runner/conformance/conformance_cli.hpp"
+
+#include "runner/conformance/conformance_command.hpp"
+
+namespace runner {
+namespace {
+
+void add_conformance_options(CLI::App& app, ConformanceCommandOptions& o) {
+  auto* calbin = app.add_option("--calbin", o.calbin,
+                                "a functional calbin directory (simdev gen --preset tiny)");
+  app.add_option("--calbin-dir", o.calbin_dir,
+                 "directory of calbins by preset: DIR/tiny, generated there when missing")
+      ->capture_default_str()
+      ->excludes(calbin);
+  app.add_option("--only", o.only, "run only the clauses with these id prefixes (VER, KV.3, ...)")
+      ->delimiter(',');
+  app.add_option("--junit", o.junit, "write a JUnit XML report (one testsuite per group)");
+  app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+  app.footer(
+      "Clauses: abi/CONFORMANCE.md. Exit codes: 0 no clause failed (skips allowed); 1 a clause "
+      "failed; 2 bad input (a missing or malformed calbin, an --only prefix that selects no "
+      "clause, a runtime library that cannot be loaded, an unwritable report).");
+}
+
+class ConformanceCommand : public Command {
+ public:
+  explicit ConformanceCommand(CLI::App& calrt)
+      : Command(calrt.add_subcommand(
+            "conformance",
+            "the runtime ABI conformance suite (abi/CONFORMANCE.md), clause by clause")) {
+    add_device_options(*app_, {&options_.device, &options_.device_kind, &options_.device_index,
+                               &options_.device_config});
+    add_conformance_options(*app_, options_);
+  }
+
+  int run(int /*argc*/, char** /*argv*/) override { return run_conformance_command(options_); }
+
+ private:
+  ConformanceCommandOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_conformance_command(CLI::App& calrt) {
+  return std::make_unique<ConformanceCommand>(calrt);
+}
+
+}  // namespace runner

@@ -1,0 +1,179 @@
+#include "runner/conformance/conformance_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "runner/core/calbin_cache.hpp"
+#include "runner/core/exit_codes.hpp"
+#include "runner/core/report.hpp"
+
+namespace runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string group_of(const std::string& id) { return id.substr(0, id.find('.')); }
+
+JunitCase::Outcome outcome_of(ClauseResult::Verdict verdict) {
+  switch (verdict) {
+    case ClauseResult::Verdict::pass:
+      return JunitCase::Outcome::pass;
+    case ClauseResult::Verdict::fail:
+      return JunitCase::Outcome::fail;
+    case ClauseResult::Verdict::skip:
+      return JunitCase::Outcome::skip;
+  }
+  return JunitCase::Outcome::fail;
+}
+
+// Why a report could not be written there, found before the suite spends its time; empty
+// when the directory exists and is writable.
+std::string unwritable(const std::string& flag, const std::string& file) {
+  if (file.empty()) {
+    return {};
+  }
+  const fs::path path(file);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) {
+    return fmt::format("{} {}: directory {} does not exist", flag, file, dir.string());
+  }
+  if (::access(dir.c_str(), W_OK) != 0 || fs::is_directory(path, error)) {
+    return fmt::format("{} {}: cannot write there", flag, file);
+  }
+  return {};
+}
+
+nlohmann::json to_json(const ConformanceCommandOptions& options, const fs::path& calbin,
+                       const std::vector<ClauseResult>& results) {
+  nlohmann::json doc = {{"command", "conformance"},
+                        {"device", options.device},
+                        {"device_config", options.device_config},
+                        {"calbin", calbin.string()},
+                        {"clauses", nlohmann::json::array()}};
+  size_t counts[3] = {0, 0, 0};
+  for (const ClauseResult& r : results) {
+    ++counts[static_cast<int>(r.verdict)];
+    doc["clauses"].push_back({{"id", r.id},
+                              {"group", group_of(r.id)},
+                              {"title", r.title},
+                              {"verdict", to_string(r.verdict)},
+                              {"reason", r.reason},
+                              {"seconds", r.seconds}});
+  }
+  doc["passed"] = counts[0];
+  doc["failed"] = counts[1];
+  doc["skipped"] = counts[2];
+  return doc;
+}
+
+// The calbin the suite runs on: --calbin as given, else the tiny preset in --calbin-dir.
+fs::path resolve_calbin(const ConformanceCommandOptions& options) {
+  if (!options.calbin.empty()) {
+    return options.calbin;
+  }
+  CalbinStore store(options.calbin_dir);
+  auto calbin = store.get("tiny");
+  if (!calbin) {
+    throw std::invalid_argument("--calbin-dir: " + calbin.error());
+  }
+  return (*calbin)->dir;
+}
+
+}  // namespace
+
+std::vector<JunitSuite> conformance_junit_suites(const std::vector<ClauseResult>& results) {
+  std::vector<JunitSuite> suites;
+  for (const ClauseResult& r : results) {
+    const std::string group = group_of(r.id);
+    if (suites.empty() || suites.back().name != group) {
+      suites.push_back({group, {}});
+    }
+    suites.back().cases.push_back(
+        {"conformance." + group, r.id + " " + r.title, outcome_of(r.verdict), r.reason, r.seconds});
+  }
+  return suites;
+}
+
+int run_conformance_command(const ConformanceCommandOptions& options) {
+  try {
+    for (const auto& [flag, file] :
+         {std::pair{"--junit", options.junit}, {"--json", options.json}}) {
+      if (const std::string why = unwritable(flag, file); !why.empty()) {
+        std::fprintf(stderr, "calrt conformance: %s\n", why.c_str());
+        return kExitUsage;
+      }
+    }
+    for (const std::string& prefix : options.only) {
+      if (!conformance_prefix_known(prefix)) {
+        std::fprintf(stderr,
+                     "calrt conformance: --only: '%s' selects no clause (ids are GROUP.N, "
+                     "abi/CONFORMANCE.md)\n",
+                     prefix.c_str());
+        return kExitUsage;
+      }
+    }
+    const DeviceSpec spec = parse_device(options.device, options.device_kind, options.device_index,
+                                         options.device_config);
+    ConformanceOptions run_options;
+    run_options.calbin = resolve_calbin(options);
+    run_options.device_config = options.device_config;
+    run_options.only = options.only;
+    calrt::Api api;
+    try {
+      api = open_runtime(spec);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "calrt conformance: --device %s: %s\n", options.device.c_str(),
+                   error.what());
+      return kExitUsage;
+    }
+    size_t counts[3] = {0, 0, 0};
+    double seconds = 0.0;
+    const std::vector<ClauseResult> results =
+        run_conformance(api, spec, run_options, [&](const ClauseResult& r) {
+          ++counts[static_cast<int>(r.verdict)];
+          seconds += r.seconds;
+          if (r.verdict == ClauseResult::Verdict::pass) {
+            std::printf("PASS %s %s\n", r.id.c_str(), r.title.c_str());
+          } else {
+            std::printf("%s %s %s: %s\n", to_string(r.verdict), r.id.c_str(), r.title.c_str(),
+                        r.reason.c_str());
+          }
+          std::fflush(stdout);
+        });
+    std::printf("%zu passed, %zu failed, %zu skipped\n", counts[0], counts[1], counts[2]);
+    std::fflush(stdout);
+    std::fprintf(stderr, "calrt conformance: %zu clauses in %.2f s on %s\n", results.size(),
+                 seconds, describe(spec).c_str());
+    int status = counts[1] > 0 ? kExitFail : kExitPass;
+    if (!options.junit.empty()) {
+      if (const std::string why = write_junit_file(options.junit, "calrt conformance",
+                                                   conformance_junit_suites(results));
+          !why.empty()) {
+        std::fprintf(stderr, "calrt conformance: --junit: %s\n", why.c_str());
+        status = kExitUsage;
+      }
+    }
+    if (!options.json.empty()) {
+      if (const std::string why =
+              write_json_file(options.json, to_json(options, run_options.calbin, results));
+          !why.empty()) {
+        std::fprintf(stderr, "calrt conformance: --json: %s\n", why.c_str());
+        status = kExitUsage;
+      }
+    }
+    return status;
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "calrt conformance: %s\n", error.what());
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "calrt conformance: %s\n", error.what());
+    return kExitFail;
+  }
+}
+
+}  // namespace runner

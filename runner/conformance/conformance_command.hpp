@@ -1,0 +1,32 @@
+// `calrt conformance`: the suite of abi/CONFORMANCE.md on one runtime, one line per clause,
+// a summary, and JUnit XML / JSON reports on request.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runner/conformance/conformance.hpp"
+#include "runner/conformance/junit.hpp"
+
+namespace runner {
+
+struct ConformanceCommandOptions {
+  std::string device = "sim";
+  std::string device_kind = "sim";
+  uint32_t device_index = 0;
+  std::string device_config;
+  std::string calbin;                         // --calbin DIR: a functional calbin
+  std::string calbin_dir = ".calrt/calbins";  // --calbin-dir DIR: DIR/tiny, generated when missing
+  std::vector<std::string> only;              // clause id prefixes
+  std::string junit;
+  std::string json;
+};
+
+// The results as JUnit suites: one per clause group, in the order the groups first appear.
+std::vector<JunitSuite> conformance_junit_suites(const std::vector<ClauseResult>& results);
+
+// Runs the command; returns the process exit code (exit_codes.hpp). Never throws.
+int run_conformance_command(const ConformanceCommandOptions& options);
+
+}  // namespace runner

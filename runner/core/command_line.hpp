@@ -1,0 +1,49 @@
+// command_line.hpp: what every `calrt` subcommand shares on the command line. Each
+// subcommand folder has a `*_cli.cpp` that creates its subcommand, declares its options on it
+// (as HailoRT's CLI and XRT's xbutil2 do, one command per class) and returns a Command;
+// main.cpp only registers them. Part of the calrt executable, not of the runner library:
+// only the command line needs CLI11.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace runner {
+
+class Command {
+ public:
+  explicit Command(CLI::App* app) : app_(app) {}
+  virtual ~Command() = default;
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
+
+  bool parsed() const { return app_->parsed(); }
+  // After parsing: finishes what CLI11 cannot check, then runs. Returns the process exit
+  // code (exit_codes.hpp).
+  virtual int run(int argc, char** argv) = 0;
+
+ protected:
+  CLI::App* app_;
+};
+
+// The footer of the commands that talk to a device.
+inline constexpr const char* kDeviceExitCodes =
+    "Exit codes: 0 every step passed; 1 a step failed (device or runtime error, job failure "
+    "or timeout, a check or metric below its threshold); 2 usage or bad input found on the "
+    "host before any device step (options, a missing or malformed calbin or golden set, a "
+    "file with a wrong size or hash, a runtime library that cannot be loaded).";
+
+struct DeviceFlags {
+  std::string* device;
+  std::string* kind;
+  uint32_t* index;
+  std::string* config;
+};
+
+// --device, --device-kind, --device-index, --device-config and --record.
+void add_device_options(CLI::App& app, const DeviceFlags& flags);
+
+}  // namespace runner

@@ -1,0 +1,72 @@
+#include "runner/core/golden_compare.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runner/core/metrics.hpp"
+
+namespace runner {
+
+Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCase& golden,
+                           size_t top_k_count) {
+  const std::vector<int32_t> golden_top = top_k(golden.prefill_logits, top_k_count);
+  Comparison c;
+  c.cosine = cosine(logits, golden.prefill_logits);
+  c.max_abs_error = max_abs_error(logits, golden.prefill_logits, golden_top);
+  c.top_k_overlap = top_k_overlap(top_k(logits, top_k_count), golden_top);
+  c.argmax = argmax(logits);
+  c.expected_argmax = golden.greedy[0];
+  return c;
+}
+
+Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
+                          uint32_t step, size_t top_k_count) {
+  const std::span<const int32_t> ids(golden.top_ids.data() + step * top_k_count, top_k_count);
+  const std::span<const float> values(golden.top_logits.data() + step * top_k_count, top_k_count);
+  Comparison c;
+  if (golden.decode_logits.empty()) {
+    std::vector<float> at_ids;
+    for (const int32_t id : ids) {
+      if (id < 0 || static_cast<size_t>(id) >= logits.size()) {
+        throw std::out_of_range(
+            fmt::format("golden top id {} outside the logits row of {}", id, logits.size()));
+      }
+      at_ids.push_back(logits[static_cast<size_t>(id)]);
+    }
+    c.cosine = cosine(at_ids, values);
+  } else {
+    c.cosine = cosine(
+        logits,
+        std::span<const float>(golden.decode_logits.data() + step * logits.size(), logits.size()));
+  }
+  c.max_abs_error = max_abs_error_at(logits, ids, values);
+  c.top_k_overlap = top_k_overlap(top_k(logits, top_k_count), ids);
+  c.argmax = argmax(logits);
+  c.expected_argmax = golden.greedy[step + 1];
+  return c;
+}
+
+std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t) {
+  std::vector<std::string> why;
+  if (!(c.cosine >= t.min_cosine)) {  // written so that NaN fails
+    why.push_back(fmt::format("cosine {:.6f} < {}", c.cosine, t.min_cosine));
+  }
+  if (t.max_abs_error && !(c.max_abs_error <= *t.max_abs_error)) {
+    why.push_back(fmt::format("max abs error {:.5f} > {}", c.max_abs_error, *t.max_abs_error));
+  }
+  if (!(c.top_k_overlap >= t.min_top_k_overlap)) {
+    why.push_back(fmt::format("top-k overlap {:.3f} < {}", c.top_k_overlap, t.min_top_k_overlap));
+  }
+  if (c.argmax != c.expected_argmax) {
+    why.push_back(fmt::format("argmax {} != golden greedy token {}", c.argmax, c.expected_argmax));
+  }
+  return why;
+}
+
+uint32_t kv_tokens_for(const calbin::GoldenCase& golden, uint32_t context) {
+  return std::min(context, golden.prompt_len + std::max(golden.decode_steps, 1u));
+}
+
+}  // namespace runner

@@ -1,0 +1,40 @@
+// One device logits row against a golden case (the smoke's and the scenarios' numeric
+// check): the prefill row against the golden prefill logits, a teacher-forced decode row
+// against the golden decode step, and the thresholds it falls short of.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "calbin/golden.hpp"
+#include "runner/core/session_options.hpp"
+
+namespace runner {
+
+struct Comparison {
+  double cosine = 0.0;
+  double max_abs_error = 0.0;
+  double top_k_overlap = 0.0;
+  int32_t argmax = -1;
+  int32_t expected_argmax = -1;
+};
+
+// The logits of the prompt's last position against golden.prefill_logits.
+Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCase& golden,
+                           size_t top_k);
+// The logits of teacher-forced decode step `step` against its golden row (full logits when
+// stored, else the golden top-k values at their ids).
+Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
+                          uint32_t step, size_t top_k);
+
+// One sentence per threshold the comparison misses; an argmax disagreement comes last, since
+// the smoke judges it as a rate and drops it from the per-comparison verdict.
+std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t);
+
+// KV positions one sequence of `golden` needs: its prompt and decode steps (at least one
+// step, so a prompt-only case still has room to be continued), within the calbin's context.
+uint32_t kv_tokens_for(const calbin::GoldenCase& golden, uint32_t context);
+
+}  // namespace runner

@@ -1,0 +1,81 @@
+#include "runner/core/sampling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runner/core/metrics.hpp"
+
+namespace runner {
+
+const char* to_string(SamplingMethod method) {
+  return method == SamplingMethod::top_k ? "top-k" : "greedy";
+}
+
+uint64_t SplitMix64::next() {
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double SplitMix64::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;  // 53 bits: exact in a double
+}
+
+uint64_t SplitMix64::below(uint64_t bound) { return next() % bound; }
+
+uint64_t derive_stream(uint64_t seed, std::initializer_list<uint64_t> keys) {
+  SplitMix64 mix(seed);
+  uint64_t stream = mix.next();
+  for (const uint64_t key : keys) {
+    SplitMix64 step(stream ^ (key * 0xD1B54A32D192ED03ull));
+    stream = step.next();
+  }
+  return stream;
+}
+
+int32_t sample_token(std::span<const float> logits, const SamplingConfig& config, uint64_t stream) {
+  if (logits.empty()) {
+    return -1;
+  }
+  if (config.method == SamplingMethod::greedy) {
+    return argmax(logits);
+  }
+  const size_t k = std::clamp<size_t>(config.top_k, 1, logits.size());
+  const std::vector<int32_t> ids = top_k(logits, k);  // largest first, NaNs last
+  if (ids.empty()) {
+    return argmax(logits);
+  }
+  // Softmax over the candidates, shifted by the largest logit so exp() cannot overflow.
+  const double top = logits[static_cast<size_t>(ids.front())];
+  std::vector<double> weights(ids.size(), 0.0);
+  double total = 0.0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double logit = logits[static_cast<size_t>(ids[i])];
+    const double w = std::isnan(logit) ? 0.0 : std::exp((logit - top) / config.temperature);
+    weights[i] = std::isfinite(w) ? w : 0.0;
+    total += weights[i];
+  }
+  if (!(total > 0.0)) {
+    return ids.front();  // every candidate NaN: fall back to the best ranked
+  }
+  SplitMix64 draw(stream);
+  const double target = draw.uniform() * total;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    cumulative += weights[i];
+    if (target < cumulative) {
+      return ids[i];
+    }
+  }
+  // Rounding left target == total: the last candidate that has any weight.
+  for (size_t i = ids.size(); i-- > 0;) {
+    if (weights[i] > 0.0) {
+      return ids[i];
+    }
+  }
+  return ids.front();
+}
+
+}  // namespace runner

@@ -1,0 +1,48 @@
+// Options of a run against golden data: `calrt smoke` (stage 9, the standalone device smoke)
+// and the commands that reuse its session (bench, conformance, scenario).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace runner {
+
+// Deliberate defects for negative tests of the smoke itself: each must make it fail with
+// a diagnosis that points at the cause. Never use outside tests.
+enum class RunnerBug {
+  none,
+  past_kv,   // decode sets past_kv_cur_seq_len one too high
+  position,  // decode feeds positions one too high
+  stale_kv,  // after prefill, decode runs on a freshly allocated KV instead of the filled one
+};
+const char* to_string(RunnerBug bug);
+
+struct Thresholds {
+  double min_cosine = 0.995;
+  std::optional<double> max_abs_error;  // reported always, gated only when set
+  // Ranks near the tail of the top 20 trade places under W8A8 noise; 0.8 keeps two swaps of
+  // margin while a wrong position or KV still empties the overlap.
+  double min_top_k_overlap = 0.8;
+  double min_greedy = 0.95;               // teacher-forced greedy agreement rate
+  std::optional<double> min_free_greedy;  // free-running agreed-prefix rate, gated when set
+};
+
+struct SmokeOptions {
+  std::filesystem::path calbin;
+  std::string device = "sim";  // "sim", a runtime library path, or "unix:SOCKET"
+  std::string device_kind = "sim";
+  uint32_t device_index = 0;
+  std::string device_config;
+  std::optional<std::filesystem::path> golden;  // default: the manifest's golden index
+  std::string cases = "short";                  // "short", "all" or "NAME,NAME"
+  std::string prefill_model;                    // exact name; default: the unique prefill model
+  std::string decode_model;                     // exact name; default: the unique decode model
+  std::optional<std::filesystem::path> json;
+  Thresholds thresholds;
+  uint32_t timeout_ms = 30000;  // per device call that waits (device time for the simulator)
+  RunnerBug bug = RunnerBug::none;
+};
+
+}  // namespace runner

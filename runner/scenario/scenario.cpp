@@ -1,0 +1,302 @@
+// `calrt scenario`: everything is read and checked first (files, calbins and golden sets, the
+// runtime, each scenario's device options and fault plan on a throw-away device), so bad
+// input exits 2 before any scenario runs; then scenarios, a campaign or sweeps run, one line
+// each, and a summary.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "runner/core/exit_codes.hpp"
+#include "runner/core/report.hpp"
+#include "runner/scenario/scenario_campaign.hpp"
+#include "runner/scenario/scenario_checks.hpp"
+#include "runner/scenario/scenario_context.hpp"
+#include "runner/scenario/scenario_sweep.hpp"
+
+namespace runner {
+namespace {
+
+// Bad input found before anything runs: the message names the file, field and value.
+class CommandInputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ScenarioTotals {
+  size_t passed = 0;
+  size_t failed = 0;
+  void add(bool pass) { (pass ? passed : failed) += 1; }
+  size_t total() const { return passed + failed; }
+  nlohmann::json to_json() const {
+    return {{"total", total()}, {"passed", passed}, {"failed", failed}};
+  }
+};
+
+class Command {
+ public:
+  explicit Command(const ScenarioOptions& options) : o_(options), context_(options) {}
+
+  int run() {
+    try {
+      prepare();
+    } catch (const CommandInputError& bad) {
+      return bad_input(bad.what());
+    }
+    print_header();
+    if (o_.campaign) {
+      for (RunResult& result :
+           run_campaign(context_, workload_, o_.seed.value_or(1), *o_.campaign, offered_, chips_)) {
+        plans_.add(result.passed());
+        runs_.push_back(std::move(result));
+      }
+    } else {
+      for (const Scenario& scenario : scenarios_) {
+        if (o_.sweep || scenario.sweep) {
+          for (SweepResult& result :
+               run_sweep(context_, scenario, scenario.sweep.value_or(SweepSpec{}),
+                         seed_of(scenario), offered_)) {
+            sweep_totals_.add(result.passed());
+            sweeps_.push_back(std::move(result));
+          }
+        } else {
+          run_file(scenario);
+        }
+      }
+    }
+    print_summary();
+    if (o_.coverage) {
+      context_.coverage.print(stdout);
+    }
+    const bool passed =
+        scenario_totals_.failed == 0 && plans_.failed == 0 && sweep_totals_.failed == 0;
+    return finish(report(passed ? "PASS" : "FAIL", ""), passed ? kExitPass : kExitFail);
+  }
+
+ private:
+  void prepare() {
+    const auto bug = parse_policy_bug(o_.policy_bug);
+    if (!bug) {
+      throw CommandInputError("--policy-bug: '" + o_.policy_bug + "' is not a policy bug");
+    }
+    context_.bug = *bug;
+    if (o_.campaign && (!o_.files.empty() || o_.sweep)) {
+      throw CommandInputError("--campaign runs the built-in workload: give no FILE and no --sweep");
+    }
+    if (o_.campaign && *o_.campaign == 0) {
+      throw CommandInputError("--campaign: 0 plans");
+    }
+    if (!o_.campaign && o_.files.empty()) {
+      throw CommandInputError("give scenario FILEs (e.g. scenarios/*.yaml) or --campaign N");
+    }
+    try {
+      context_.device = parse_device(o_.device);
+    } catch (const std::exception& error) {
+      throw CommandInputError(error.what());
+    }
+    for (const std::string& file : o_.files) {
+      auto scenario = read_scenario_file(file);
+      if (!scenario) {
+        throw CommandInputError(scenario.error());
+      }
+      scenarios_.push_back(std::move(*scenario));
+    }
+    try {
+      context_.api = open_runtime(context_.device);
+    } catch (const std::exception& error) {
+      throw CommandInputError(error.what());
+    }
+    if (o_.campaign) {
+      const ScenarioCalbin* calbin = calbin_of("tiny");
+      workload_ = campaign_workload(static_cast<uint32_t>(calbin->inputs.golden.cases.size()));
+    }
+    for (const Scenario& scenario : scenarios_) {
+      const ScenarioCalbin* calbin = calbin_of(scenario.calbin);
+      if (std::string bad = check_against_golden(scenario, calbin->inputs.golden); !bad.empty()) {
+        throw CommandInputError(bad);
+      }
+    }
+    const bool needs_faults = o_.campaign || o_.sweep ||
+                              std::any_of(scenarios_.begin(), scenarios_.end(),
+                                          [](const Scenario& s) { return s.sweep.has_value(); });
+    if (needs_faults) {
+      probe_offered_faults();
+    }
+    for (const Scenario& scenario : scenarios_) {
+      const bool swept = o_.sweep || scenario.sweep;
+      const std::string bad = context_.check_device_and_plan(
+          scenario, seed_of(scenario), swept ? std::vector<FaultEntry>{} : scenario.faults);
+      if (!bad.empty()) {
+        throw CommandInputError(bad);
+      }
+    }
+  }
+
+  const ScenarioCalbin* calbin_of(const std::string& preset) {
+    auto calbin = context_.calbins.get(preset);
+    if (!calbin) {
+      throw CommandInputError(calbin.error());
+    }
+    return *calbin;
+  }
+
+  void probe_offered_faults() {
+    try {
+      const ScenarioContext::Offer offer = context_.offered_faults();
+      offered_ = offer.faults;
+      chips_ = offer.chips;
+    } catch (const calrt::Error& error) {
+      throw CommandInputError(std::string("cannot open a device to ask which faults it offers: ") +
+                              error.what());
+    }
+    if (offered_.empty()) {
+      throw CommandInputError(
+          describe(context_.device) +
+          ": the runtime offers no fault injection (CALRT_EXT_FAULT); campaigns and "
+          "sweeps need the simulator");
+    }
+  }
+
+  uint64_t seed_of(const Scenario& scenario) const { return o_.seed.value_or(scenario.seed); }
+
+  void run_file(const Scenario& scenario) {
+    RunResult result;
+    result.kind = "scenario";
+    result.name = scenario.name;
+    result.file = scenario.file;
+    result.description = scenario.description;
+    result.seed = seed_of(scenario);
+    result.bug = context_.bug;
+    result.expect = scenario.expect;
+    result.negative_controls = scenario.negative_controls;
+    result.record = context_.run(scenario, result.seed, scenario.faults);
+    if (scenario.expect) {
+      result.mismatches = expectation_mismatches(*scenario.expect, result.record.actual);
+    }
+    for (std::string& problem : run_problems(result.record)) {
+      result.mismatches.push_back(std::move(problem));
+    }
+    result.replay =
+        replay_command(fmt::format("{} --seed {}", scenario.file, result.seed), context_.bug);
+    std::fputs(result_lines(result).c_str(), stdout);
+    std::fflush(stdout);
+    scenario_totals_.add(result.passed());
+    runs_.push_back(std::move(result));
+  }
+
+  void print_header() const {
+    const std::string bug =
+        context_.bug == PolicyBug::none
+            ? ""
+            : fmt::format(" [TEST ONLY: policy bug {}]", to_string(context_.bug));
+    if (o_.campaign) {
+      std::printf("calrt scenario: campaign of %u plans from seed %llu on %s%s\n", *o_.campaign,
+                  static_cast<unsigned long long>(o_.seed.value_or(1)),
+                  describe(context_.device).c_str(), bug.c_str());
+    } else {
+      std::printf("calrt scenario: %zu scenario file%s on %s%s\n", scenarios_.size(),
+                  scenarios_.size() == 1 ? "" : "s", describe(context_.device).c_str(),
+                  bug.c_str());
+    }
+    std::fflush(stdout);
+  }
+
+  void print_summary() const {
+    auto line = [](const char* what, const ScenarioTotals& t) {
+      std::printf("%zu %s: %zu passed, %zu failed\n", t.total(), what, t.passed, t.failed);
+    };
+    if (o_.campaign) {
+      line("plans", plans_);
+      return;
+    }
+    if (scenario_totals_.total() > 0 || sweep_totals_.total() == 0) {
+      line("scenarios", scenario_totals_);
+    }
+    if (sweep_totals_.total() > 0) {
+      line("sweeps", sweep_totals_);
+    }
+  }
+
+  nlohmann::json report(const std::string& result, const std::string& error) const {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const RunResult& run : runs_) {
+      runs.push_back(to_json(run));
+    }
+    nlohmann::json sweeps = nlohmann::json::array();
+    for (const SweepResult& sweep : sweeps_) {
+      sweeps.push_back(to_json(sweep));
+    }
+    nlohmann::json controls = nlohmann::json::array();
+    for (const Scenario& scenario : scenarios_) {
+      nlohmann::json bugs = nlohmann::json::array();
+      for (const PolicyBug bug : scenario.negative_controls) {
+        bugs.push_back(to_string(bug));
+      }
+      controls.push_back({{"scenario", scenario.name}, {"file", scenario.file}, {"bugs", bugs}});
+    }
+    ScenarioTotals all;
+    all.passed = scenario_totals_.passed + plans_.passed + sweep_totals_.passed;
+    all.failed = scenario_totals_.failed + plans_.failed + sweep_totals_.failed;
+    nlohmann::json totals = all.to_json();
+    totals["scenarios"] = scenario_totals_.to_json();
+    totals["plans"] = plans_.to_json();
+    totals["sweeps"] = sweep_totals_.to_json();
+    return {{"schema", kScenarioSchema},
+            {"result", result},
+            {"error", error},
+            {"device", o_.device},
+            {"policy_bug", o_.policy_bug},
+            {"seed", o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr)},
+            {"campaign", o_.campaign ? nlohmann::json(*o_.campaign) : nlohmann::json(nullptr)},
+            {"files", o_.files},
+            {"scenarios", runs},
+            {"sweeps", sweeps},
+            {"coverage", context_.coverage.to_json()},
+            {"negative_controls", controls},
+            {"totals", totals}};
+  }
+
+  int bad_input(const std::string& message) {
+    std::fprintf(stderr, "calrt scenario: bad input: %s\n", message.c_str());
+    return finish(report("ERROR", message), kExitUsage);
+  }
+
+  // Writes the JSON report when asked; a report that cannot be written turns a pass into a
+  // usage error, since the caller asked for a file it will not get.
+  int finish(const nlohmann::json& doc, int exit_code) const {
+    if (!o_.json.empty()) {
+      if (const std::string error = write_json_file(o_.json, doc); !error.empty()) {
+        std::fprintf(stderr, "calrt scenario: %s\n", error.c_str());
+        return exit_code == kExitPass ? kExitUsage : exit_code;
+      }
+    }
+    return exit_code;
+  }
+
+  const ScenarioOptions& o_;
+  ScenarioContext context_;
+  std::vector<Scenario> scenarios_;
+  Scenario workload_;
+  std::vector<calrt::FaultHit> offered_;
+  uint32_t chips_ = 0;
+  std::vector<RunResult> runs_;
+  std::vector<SweepResult> sweeps_;
+  ScenarioTotals scenario_totals_;
+  ScenarioTotals plans_;
+  ScenarioTotals sweep_totals_;
+};
+
+}  // namespace
+
+int run_scenario(const ScenarioOptions& options) {
+  try {
+    return Command(options).run();
+  } catch (const std::exception& error) {
+    // Runs catch their own errors; this is the last line of defence against a bug here.
+    std::fprintf(stderr, "calrt scenario: internal error: %s\n", error.what());
+    return kExitFail;
+  }
+}
+
+}  // namespace runner

@@ -1,0 +1,370 @@
+#include "runner/smoke/golden_case.hpp"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runner/core/golden_compare.hpp"
+#include "runner/core/submission_inputs.hpp"
+#include "runner/core/tensor_io.hpp"
+
+namespace runner {
+namespace {
+
+// At most this many failure lines per phase and case: one broken device call repeated over
+// thousands of decode steps should not bury the first, most telling one.
+constexpr size_t kMaxFailuresPerPhase = 3;
+
+std::string join(const std::vector<std::string>& parts) {
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+class CaseRunner {
+ public:
+  CaseRunner(Session& session, const calbin::GoldenCase& golden)
+      : s_(session), g_(golden), top_k_(session.inputs.golden.top_k) {
+    r_.name = golden.name;
+    r_.prompt_len = golden.prompt_len;
+    r_.decode_steps = golden.decode_steps;
+    r_.free_total = golden.decode_steps + 1;
+  }
+
+  CaseResult run() {
+    try {
+      run_phases();
+    } catch (const std::exception& error) {
+      fail(phase_, error.what(), true);
+    }
+    return std::move(r_);
+  }
+
+ private:
+  void run_phases() {
+    if (!golden_consistent()) {
+      return;
+    }
+    const uint32_t capacity = kv_tokens_for(g_, s_.info.context);
+    allocate_kv(capacity);
+    phase_ = CasePhase::prefill;
+    const auto first = prefill("prefill");
+    if (!first) {
+      return;
+    }
+    compare_prefill(*first);
+    if (s_.options.bug == RunnerBug::stale_kv) {
+      // The injected defect: decode runs on a fresh KV, not on the one prefill filled.
+      kv_.free();
+      allocate_kv(capacity);
+    }
+    if (!teacher_forced_decode()) {
+      return;
+    }
+    phase_ = CasePhase::prefill;
+    kv_.clear();
+    fed_ = 0;
+    const auto second = prefill("second prefill after Kv_Clear");
+    if (!second) {
+      return;
+    }
+    check_determinism(*first, *second);
+    free_running_decode(*second);
+    kv_.free();
+  }
+
+  bool golden_consistent() {
+    const size_t steps = g_.decode_steps;
+    const size_t vocab = s_.info.vocab;
+    const bool ok = g_.prompt_len > 0 && g_.tokens.size() == g_.prompt_len &&
+                    g_.prefill_logits.size() == vocab && g_.greedy.size() == steps + 1 &&
+                    g_.top_ids.size() == steps * top_k_ && g_.top_logits.size() == steps * top_k_ &&
+                    (g_.decode_logits.empty() || g_.decode_logits.size() == steps * vocab);
+    if (!ok) {
+      fail(CasePhase::inputs,
+           "golden arrays do not match the case's prompt length, decode "
+           "steps, top_k and the calbin's vocab",
+           false);
+    }
+    return ok;
+  }
+
+  void allocate_kv(uint32_t capacity) {
+    kv_ = calrt::Kv::allocate(s_.calbin, capacity);
+    kv_.apply(s_.prefill.input);
+    kv_.apply(s_.decode.input);
+  }
+
+  // Chunked prefill of the whole prompt; the logits of the last chunk.
+  std::optional<std::vector<float>> prefill(const std::string& label) {
+    const uint32_t chunk = s_.info.prefill_chunk;
+    const uint32_t chunks = (g_.prompt_len + chunk - 1) / chunk;
+    std::optional<std::vector<float>> logits;
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint32_t offset = c * chunk;
+      const uint32_t count = std::min(chunk, g_.prompt_len - offset);
+      const std::span<const int32_t> tokens(g_.tokens.data() + offset, count);
+      logits = submit(s_.prefill, tokens, static_cast<int32_t>(offset), offset, CasePhase::prefill,
+                      fmt::format("{} chunk {}/{}", label, c + 1, chunks));
+      if (!logits) {
+        return std::nullopt;
+      }
+    }
+    return logits;
+  }
+
+  // One decode submission of `token` as sequence token number `index` (0-based), with the
+  // injected defects applied where asked.
+  std::optional<std::vector<float>> decode(int32_t token, uint32_t index,
+                                           const std::string& label) {
+    const RunnerBug bug = s_.options.bug;
+    const auto position = static_cast<int32_t>(index + (bug == RunnerBug::position ? 1 : 0));
+    const uint64_t past = index + (bug == RunnerBug::past_kv ? 1 : 0);
+    return submit(s_.decode, std::span<const int32_t>(&token, 1), position, past, CasePhase::decode,
+                  label);
+  }
+
+  bool teacher_forced_decode() {
+    phase_ = CasePhase::decode;
+    for (uint32_t step = 0; step < g_.decode_steps; ++step) {
+      const auto logits =
+          decode(g_.greedy[step], g_.prompt_len + step, fmt::format("decode step {}", step));
+      if (!logits) {
+        return false;
+      }
+      compare_decode(*logits, step);
+    }
+    return true;
+  }
+
+  void free_running_decode(const std::vector<float>& prefill_logits) {
+    phase_ = CasePhase::decode;
+    int32_t token = argmax(prefill_logits);
+    if (token != g_.greedy[0]) {
+      return;
+    }
+    r_.free_agreed = 1;
+    for (uint32_t step = 0; step < g_.decode_steps; ++step) {
+      const auto logits =
+          decode(token, g_.prompt_len + step, fmt::format("free-running decode step {}", step));
+      if (!logits) {
+        return;
+      }
+      token = argmax(*logits);
+      if (token != g_.greedy[step + 1]) {
+        return;  // diverged: the rest of the sequence cannot agree
+      }
+      ++r_.free_agreed;
+    }
+  }
+
+  std::optional<std::vector<float>> submit(ModelIo& io, std::span<const int32_t> tokens,
+                                           int32_t first_position, uint64_t past, CasePhase phase,
+                                           const std::string& label);
+  void write_inputs(ModelIo& io, std::span<const int32_t> tokens, int32_t first_position,
+                    uint64_t past);
+  std::optional<std::vector<float>> run_job(ModelIo& io, CasePhase phase);
+  void check_kv_bookkeeping(CasePhase phase);
+  void compare_prefill(const std::vector<float>& logits);
+  void compare_decode(const std::vector<float>& logits, uint32_t step);
+  void judge(CasePhase phase, const Comparison& comparison);
+  void check_determinism(const std::vector<float>& first, const std::vector<float>& second);
+  void fail(CasePhase phase, const std::string& message, bool with_diagnosis);
+
+  Session& s_;
+  const calbin::GoldenCase& g_;
+  const size_t top_k_;
+  CaseResult r_;
+  calrt::Kv kv_;
+  uint32_t fed_ = 0;  // tokens of the current sequence fed so far
+  CasePhase phase_ = CasePhase::inputs;
+  Submission last_;  // the submission in progress or last made
+  bool have_submission_ = false;
+};
+
+std::optional<std::vector<float>> CaseRunner::submit(ModelIo& io, std::span<const int32_t> tokens,
+                                                     int32_t first_position, uint64_t past,
+                                                     CasePhase phase, const std::string& label) {
+  const calrt::KvInfo before = kv_.info();
+  last_ = Submission{r_.name,
+                     label,
+                     tokens.size(),
+                     past,
+                     first_position,
+                     first_position + static_cast<int32_t>(tokens.size()) - 1,
+                     fed_,
+                     before.capacity_tokens,
+                     before.filled_tokens,
+                     0,
+                     false};
+  have_submission_ = true;
+  ++r_.submissions;
+  spdlog::debug("case {}, {}: cur_seq_len={} past_kv_cur_seq_len={} positions {}..{}, KV {}/{}",
+                r_.name, label, last_.cur_seq_len, past, last_.first_position, last_.last_position,
+                before.filled_tokens, before.capacity_tokens);
+  phase_ = CasePhase::inputs;
+  const Stopwatch fill;
+  write_inputs(io, tokens, first_position, past);
+  r_.wall_ms[0] += fill.elapsed_ms();
+  phase_ = phase;
+  const Stopwatch job;
+  auto logits = run_job(io, phase);
+  r_.wall_ms[static_cast<size_t>(phase)] += job.elapsed_ms();
+  if (logits) {
+    fed_ += static_cast<uint32_t>(tokens.size());
+  }
+  return logits;
+}
+
+// Step 5: tokens and positions into their tensors, the two CSRs set and read back.
+void CaseRunner::write_inputs(ModelIo& io, std::span<const int32_t> tokens, int32_t first_position,
+                              uint64_t past) {
+  const CsrValues read = write_submission(io, tokens, first_position, past, s_.timeout());
+  if (read.cur_seq_len != tokens.size() || read.past_kv_cur_seq_len != past) {
+    fail(CasePhase::inputs,
+         fmt::format("CSRs read back as cur_seq_len={} past_kv_cur_seq_len={}, set {} and {}",
+                     read.cur_seq_len, read.past_kv_cur_seq_len, tokens.size(), past),
+         false);
+  }
+}
+
+std::optional<std::vector<float>> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
+  calrt::Job job = calrt::Job::submit(s_.calbin, io.name(), io.input, io.output);
+  if (job.wait(s_.timeout()) == calrt::WaitResult::not_ready) {
+    job.cancel();
+    fail(phase,
+         fmt::format("job did not finish within {} ms (timed out, cancelled)",
+                     s_.options.timeout_ms),
+         true);
+    return std::nullopt;
+  }
+  const calrt::JobStatus status = job.status();
+  if (status.state != calrt::JobState::completed) {
+    fail(phase,
+         fmt::format("job {}: {} ({}): {}", calrt::to_string(status.state),
+                     calrt::code_name(status.code), calrt::to_string(status.fault_class()),
+                     status.message),
+         true);
+    return std::nullopt;
+  }
+  r_.device_ms +=
+      std::chrono::duration<double, std::milli>(status.end_time - status.start_time).count();
+  last_.kv_fill_after = kv_.info().filled_tokens;
+  last_.kv_info_after = true;
+  check_kv_bookkeeping(phase);
+  const Stopwatch readout;
+  const calrt::Mapping map = io.output.map(io.logits_output, s_.timeout());
+  auto logits = read_row_f32(map.bytes(), io.logits());
+  r_.readout_ms += readout.elapsed_ms();
+  return logits;
+}
+
+// The KV must continue the sequence exactly: the job starts at the fill level and extends
+// it by cur_seq_len. Anything else means the runner or the device lost track of the KV.
+void CaseRunner::check_kv_bookkeeping(CasePhase phase) {
+  const Submission& s = last_;
+  if (s.past_kv_cur_seq_len != s.kv_fill_before ||
+      s.kv_fill_after != s.past_kv_cur_seq_len + s.cur_seq_len) {
+    fail(phase,
+         fmt::format("KV bookkeeping: fill level {} -> {} for past_kv_cur_seq_len {} "
+                     "and cur_seq_len {}",
+                     s.kv_fill_before, s.kv_fill_after, s.past_kv_cur_seq_len, s.cur_seq_len),
+         true);
+  }
+}
+
+void CaseRunner::compare_prefill(const std::vector<float>& logits) {
+  const Comparison c = runner::compare_prefill(logits, g_, top_k_);
+  r_.prefill.add(c.cosine, c.max_abs_error, c.top_k_overlap);
+  r_.prefill.add_greedy(c.argmax == c.expected_argmax);
+  judge(CasePhase::prefill, c);
+}
+
+void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step) {
+  const Comparison c = runner::compare_decode(logits, g_, step, top_k_);
+  r_.decode.add(c.cosine, c.max_abs_error, c.top_k_overlap);
+  r_.decode.add_greedy(c.argmax == c.expected_argmax);
+  judge(CasePhase::decode, c);
+}
+
+// Per-comparison thresholds fail the phase; a greedy disagreement alone does not (it is
+// judged as a rate), but both leave a diagnosis in case the step fails.
+void CaseRunner::judge(CasePhase phase, const Comparison& c) {
+  std::vector<std::string> why = shortfalls(c, s_.options.thresholds);
+  if (why.empty()) {
+    return;
+  }
+  auto& diagnosis = r_.diagnosis[static_cast<size_t>(phase)];
+  if (diagnosis.empty()) {
+    diagnosis = diagnose(last_, join(why));
+  }
+  if (c.argmax != c.expected_argmax) {
+    why.pop_back();
+  }
+  if (!why.empty()) {
+    fail(phase, join(why), false);
+  }
+}
+
+void CaseRunner::check_determinism(const std::vector<float>& first,
+                                   const std::vector<float>& second) {
+  r_.deterministic = first.size() == second.size() &&
+                     std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0;
+  if (!r_.deterministic) {
+    size_t differ = 0;
+    for (size_t i = 0; i < std::min(first.size(), second.size()); ++i) {
+      differ += std::memcmp(&first[i], &second[i], sizeof(float)) != 0 ? 1 : 0;
+    }
+    fail(CasePhase::prefill,
+         fmt::format("not deterministic: the prefill after Kv_Clear differs from the first in "
+                     "{} of {} logits",
+                     differ, first.size()),
+         true);
+  }
+}
+
+void CaseRunner::fail(CasePhase phase, const std::string& message, bool with_diagnosis) {
+  const auto index = static_cast<size_t>(phase);
+  auto& failures = r_.failures[index];
+  const std::string where = have_submission_ ? fmt::format("case {}, {}: ", r_.name, last_.phase)
+                                             : fmt::format("case {}: ", r_.name);
+  if (failures.size() < kMaxFailuresPerPhase) {
+    failures.push_back(where + message);
+  } else if (failures.size() == kMaxFailuresPerPhase) {
+    failures.push_back(fmt::format("case {}: further failures of this step not shown", r_.name));
+  }
+  if (with_diagnosis && have_submission_ && r_.diagnosis[index].empty()) {
+    r_.diagnosis[index] = diagnose(last_, message);
+  }
+  spdlog::debug("{}{}", where, message);
+}
+
+}  // namespace
+
+CaseResult run_golden_case(Session& session, const calbin::GoldenCase& golden) {
+  return CaseRunner(session, golden).run();
+}
+
+nlohmann::json CaseResult::to_json() const {
+  auto summary = [](const MetricSummary& m) {
+    return nlohmann::json{{"cosine_min", m.cosine_min},
+                          {"max_abs_error_max", m.max_abs_error_max},
+                          {"top_k_overlap_min", m.top_k_overlap_min},
+                          {"greedy_agree", m.greedy_agree},
+                          {"greedy_total", m.greedy_total}};
+  };
+  return {{"name", name},
+          {"prompt_len", prompt_len},
+          {"decode_steps", decode_steps},
+          {"submissions", submissions},
+          {"prefill", summary(prefill)},
+          {"decode", summary(decode)},
+          {"deterministic", deterministic},
+          {"free_running_agreed", free_agreed},
+          {"free_running_total", free_total},
+          {"wall_ms", {{"inputs", wall_ms[0]}, {"prefill", wall_ms[1]}, {"decode", wall_ms[2]}}},
+          {"device_ms", device_ms},
+          {"readout_ms", readout_ms}};
+}
+
+}  // namespace runner

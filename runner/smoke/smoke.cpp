@@ -1,0 +1,176 @@
+// `calrt smoke`: stage 9 of the bring-up, the standalone device smoke. Host-side inputs are
+// validated first (bad input: exit 2), then steps 1-8 run against the device, each printed
+// as one line when it finishes; a step whose prerequisite failed is skipped.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "runner/core/exit_codes.hpp"
+#include "runner/core/session.hpp"
+#include "runner/smoke/smoke.hpp"
+
+namespace runner {
+
+const char* to_string(RunnerBug bug) {
+  switch (bug) {
+    case RunnerBug::none:
+      return "none";
+    case RunnerBug::past_kv:
+      return "past-kv";
+    case RunnerBug::position:
+      return "position";
+    case RunnerBug::stale_kv:
+      return "stale-kv";
+  }
+  return "?";
+}
+
+namespace {
+
+nlohmann::json context_json(const SmokeOptions& o) {
+  nlohmann::json doc = {{"calbin", o.calbin.string()},
+                        {"device", o.device},
+                        {"device_kind", o.device_kind},
+                        {"device_config", o.device_config},
+                        {"cases", o.cases},
+                        {"timeout_ms", o.timeout_ms},
+                        {"min_cosine", o.thresholds.min_cosine},
+                        {"min_top_k_overlap", o.thresholds.min_top_k_overlap},
+                        {"min_greedy", o.thresholds.min_greedy}};
+  if (o.thresholds.max_abs_error) {
+    doc["max_abs_error"] = *o.thresholds.max_abs_error;
+  }
+  if (o.thresholds.min_free_greedy) {
+    doc["min_free_greedy"] = *o.thresholds.min_free_greedy;
+  }
+  if (o.bug != RunnerBug::none) {
+    doc["inject_runner_bug"] = to_string(o.bug);
+  }
+  return doc;
+}
+
+StepResult skipped(int number, const char* name, const std::string& reason) {
+  StepResult step;
+  step.number = number;
+  step.name = name;
+  step.status = StepStatus::skip;
+  step.summary = "skipped: " + reason;
+  return step;
+}
+
+void add(Report& report, StepResult step) {
+  print_step(stdout, step);
+  report.steps.push_back(std::move(step));
+}
+
+void run_steps(Session& s, Report& report) {
+  add(report, step_device(s));
+  add(report, s.device ? step_calbin(s) : skipped(2, "calbin", "no device"));
+  add(report, s.calbin ? step_configure(s) : skipped(3, "configure", "no calbin"));
+  const bool can_buffer = s.models_ok && s.configured;
+  add(report,
+      can_buffer ? step_buffers(s) : skipped(4, "buffers", "needs step 2's models and step 3"));
+  if (s.buffers_ok) {
+    for (StepResult& step : steps_golden(s, report.metrics)) {
+      add(report, std::move(step));
+    }
+  } else {
+    add(report, skipped(5, "inputs", "no buffers"));
+    add(report, skipped(6, "prefill", "no buffers"));
+    add(report, skipped(7, "decode", "no buffers"));
+  }
+  add(report, s.configured ? step_kv(s) : skipped(8, "kv", "calbin not configured"));
+}
+
+std::vector<std::string> summary_lines(const nlohmann::json& m) {
+  if (m.empty()) {
+    return {};
+  }
+  auto verdict = [](const nlohmann::json& gate) {
+    if (!gate.contains("threshold")) {
+      return std::string("(not gated)");
+    }
+    return fmt::format("{} (threshold {})", gate["pass"].get<bool>() ? "ok" : "FAIL",
+                       gate["threshold"].dump());
+  };
+  const auto& greedy = m["greedy_agreement"];
+  const auto& free = m["free_running_agreement"];
+  return {
+      fmt::format("logits cosine min      {:.6f} {}", m["cosine_min"]["value"].get<double>(),
+                  verdict(m["cosine_min"])),
+      fmt::format("max abs error          {:.5f} {}", m["max_abs_error_max"]["value"].get<double>(),
+                  verdict(m["max_abs_error_max"])),
+      fmt::format("top-k overlap min      {:.4f} {}", m["top_k_overlap_min"]["value"].get<double>(),
+                  verdict(m["top_k_overlap_min"])),
+      fmt::format("greedy agreement       {:.4f} = {}/{} {}", greedy["value"].get<double>(),
+                  greedy["agreed"].get<uint64_t>(), greedy["total"].get<uint64_t>(),
+                  verdict(greedy)),
+      fmt::format("free-running agreement {:.4f} = {}/{} {}", free["value"].get<double>(),
+                  free["agreed_tokens"].get<uint64_t>(), free["total_tokens"].get<uint64_t>(),
+                  verdict(free))};
+}
+
+// Writes the JSON report when asked; a failure to write it is reported and turns a pass
+// into a usage error, since the caller asked for a file it will not get.
+int finish(const SmokeOptions& options, Report& report, int exit_code) {
+  if (options.json) {
+    const std::string error = write_json_file(*options.json, report.to_json());
+    if (!error.empty()) {
+      std::fprintf(stderr, "calrt smoke: %s\n", error.c_str());
+      return exit_code == kExitPass ? kExitUsage : exit_code;
+    }
+  }
+  return exit_code;
+}
+
+int bad_input(const SmokeOptions& options, Report& report, const std::string& message) {
+  std::fprintf(stderr, "calrt smoke: bad input: %s\n", message.c_str());
+  report.error = message;
+  return finish(options, report, kExitUsage);
+}
+
+}  // namespace
+
+int run_smoke(const SmokeOptions& options) {
+  Report report;
+  report.command = "smoke";
+  report.context = context_json(options);
+  try {
+    Session s(options);
+    try {
+      s.device_spec = parse_device(options.device, options.device_kind, options.device_index,
+                                   options.device_config);
+    } catch (const std::exception& error) {
+      return bad_input(options, report, error.what());
+    }
+    auto inputs = load_host_inputs(options);
+    if (!inputs) {
+      return bad_input(options, report, inputs.error());
+    }
+    s.inputs = std::move(*inputs);
+    try {
+      s.api = open_runtime(s.device_spec);
+    } catch (const std::exception& error) {  // LoadError, or a backend this build lacks
+      return bad_input(options, report, error.what());
+    }
+    std::printf(
+        "calrt smoke: %s on %s, %zu golden cases from %s%s\n", options.calbin.c_str(),
+        describe(s.device_spec).c_str(), s.inputs.case_indices.size(), s.inputs.golden_dir.c_str(),
+        options.bug == RunnerBug::none
+            ? ""
+            : fmt::format(" [TEST ONLY: injected runner bug {}]", to_string(options.bug)).c_str());
+    run_steps(s, report);
+  } catch (const std::exception& error) {
+    // Steps catch their own errors; this is the last line of defence against a bug here.
+    StepResult step;
+    step.name = "internal";
+    step.fail(std::string("unexpected error: ") + error.what());
+    add(report, std::move(step));
+  }
+  report.summary = summary_lines(report.metrics);
+  print_summary(stdout, report);
+  return finish(options, report, report.passed() ? kExitPass : kExitFail);
+}
+
+}  // namespace runner

@@ -1,0 +1,83 @@
+#include "runner/smoke/smoke_cli.hpp"
+
+#include "runner/smoke/smoke.hpp"
+
+namespace runner {
+namespace {
+
+RunnerBug parse_bug(const std::string& text) {
+  if (text == "past-kv") return RunnerBug::past_kv;
+  if (text == "position") return RunnerBug::position;
+  return text == "stale-kv" ? RunnerBug::stale_kv : RunnerBug::none;
+}
+
+class SmokeCommand : public Command {
+ public:
+  explicit SmokeCommand(CLI::App& calrt)
+      : Command(calrt.add_subcommand(
+            "smoke",
+            "stage 9 device smoke: device, calbin, configure, buffers, prefill and decode "
+            "against golden, KV checks")) {
+    CLI::App& app = *app_;
+    SmokeOptions& o = options_;
+    app.add_option("CALBIN", o.calbin, "calbin directory")->required();
+    add_device_options(app, {&o.device, &o.device_kind, &o.device_index, &o.device_config});
+    app.add_option("--golden", o.golden, "golden directory (default: the calbin's golden index)");
+    app.add_option("--cases", o.cases, "short, all (adds the long cases) or NAME,NAME")
+        ->capture_default_str();
+    app.add_option("--prefill-model", o.prefill_model,
+                   "exact prefill model name (default: the calbin's only prefill model)");
+    app.add_option("--decode-model", o.decode_model,
+                   "exact decode model name (default: the calbin's only decode model)");
+    app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+    app.add_option("--min-cosine", o.thresholds.min_cosine, "minimum logits cosine")
+        ->check(CLI::Range(-1.0, 1.0))
+        ->capture_default_str();
+    max_abs_ = app.add_option("--max-abs-error", o.thresholds.max_abs_error.emplace(),
+                              "maximum abs logits error at the golden top ids "
+                              "(default: reported, not gated)");
+    app.add_option("--min-topk-overlap", o.thresholds.min_top_k_overlap, "minimum top-k overlap")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    app.add_option("--min-greedy", o.thresholds.min_greedy,
+                   "minimum teacher-forced greedy agreement rate")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    min_free_ = app.add_option("--min-free-greedy", o.thresholds.min_free_greedy.emplace(),
+                               "minimum free-running agreed-prefix rate (default: reported, "
+                               "not gated)")
+                    ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--timeout-ms", o.timeout_ms,
+                   "bound of every device wait (device time for the simulator)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--inject-runner-bug", bug_,
+                   "TEST ONLY: make the runner itself wrong (past-kv, position or stale-kv) to "
+                   "prove the smoke catches and diagnoses it")
+        ->check(CLI::IsMember({"past-kv", "position", "stale-kv"}))
+        ->group("Test-only options");
+    app.footer(kDeviceExitCodes);
+  }
+
+  int run(int /*argc*/, char** /*argv*/) override {
+    // The optional gates only count when given; CLI11 filled the emplaced values.
+    if (max_abs_->count() == 0) options_.thresholds.max_abs_error.reset();
+    if (min_free_->count() == 0) options_.thresholds.min_free_greedy.reset();
+    options_.bug = parse_bug(bug_);
+    return run_smoke(options_);
+  }
+
+ private:
+  SmokeOptions options_;
+  std::string bug_;
+  CLI::Option* max_abs_ = nullptr;
+  CLI::Option* min_free_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_smoke_command(CLI::App& calrt) {
+  return std::make_unique<SmokeCommand>(calrt);
+}
+
+}  // namespace runner

@@ -1,0 +1,175 @@
+// Smoke steps 5-7 over the selected golden cases: each case contributes to step 5 (inputs
+// and CSRs), 6 (prefill against golden, determinism) and 7 (decode against golden); the
+// metrics are judged against their thresholds over all cases.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include "runner/core/session.hpp"
+#include "runner/smoke/golden_case.hpp"
+
+namespace runner {
+namespace {
+
+struct GoldenTotals {
+  MetricSummary prefill;
+  MetricSummary decode;
+  uint64_t deterministic = 0;
+  uint64_t free_agreed = 0;
+  uint64_t free_total = 0;
+  uint64_t submissions = 0;
+  double device_ms = 0.0;
+  double readout_ms = 0.0;
+};
+
+nlohmann::json gate(double value, double threshold, bool higher_is_better, bool gated = true) {
+  const bool pass = !gated || (higher_is_better ? value >= threshold : value <= threshold);
+  nlohmann::json doc = {{"value", value}, {"pass", pass}};
+  if (gated) {
+    doc["threshold"] = threshold;
+  }
+  return doc;
+}
+
+// Adds a failure to `step` for each aggregate metric of `m` outside its threshold.
+void judge_metrics(const char* phase, const MetricSummary& m, const Thresholds& t,
+                   StepResult& step) {
+  if (m.compared == 0) {
+    return;
+  }
+  if (!(m.cosine_min >= t.min_cosine)) {
+    step.fail(fmt::format("{} logits cosine min {:.6f} < {}", phase, m.cosine_min, t.min_cosine));
+  }
+  if (t.max_abs_error && !(m.max_abs_error_max <= *t.max_abs_error)) {
+    step.fail(
+        fmt::format("{} max abs error {:.5f} > {}", phase, m.max_abs_error_max, *t.max_abs_error));
+  }
+  if (!(m.top_k_overlap_min >= t.min_top_k_overlap)) {
+    step.fail(fmt::format("{} top-k overlap min {:.3f} < {}", phase, m.top_k_overlap_min,
+                          t.min_top_k_overlap));
+  }
+}
+
+nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& t, size_t cases) {
+  MetricSummary all = totals.prefill;
+  all.merge(totals.decode);
+  const double free_rate = totals.free_total == 0 ? 1.0
+                                                  : static_cast<double>(totals.free_agreed) /
+                                                        static_cast<double>(totals.free_total);
+  const bool max_abs_gated = t.max_abs_error.has_value();
+  auto phase = [&](const MetricSummary& m) {
+    return nlohmann::json{
+        {"cosine_min", gate(m.cosine_min, t.min_cosine, true)},
+        {"max_abs_error_max",
+         gate(m.max_abs_error_max, t.max_abs_error.value_or(0.0), false, max_abs_gated)},
+        {"top_k_overlap_min", gate(m.top_k_overlap_min, t.min_top_k_overlap, true)},
+        {"compared", m.compared}};
+  };
+  nlohmann::json doc = phase(all);
+  doc["cases"] = cases;
+  doc["greedy_agreement"] = gate(all.greedy_rate(), t.min_greedy, true);
+  doc["greedy_agreement"]["agreed"] = all.greedy_agree;
+  doc["greedy_agreement"]["total"] = all.greedy_total;
+  doc["free_running_agreement"] =
+      gate(free_rate, t.min_free_greedy.value_or(0.0), true, t.min_free_greedy.has_value());
+  doc["free_running_agreement"]["agreed_tokens"] = totals.free_agreed;
+  doc["free_running_agreement"]["total_tokens"] = totals.free_total;
+  doc["prefill"] = phase(totals.prefill);
+  doc["decode"] = phase(totals.decode);
+  doc["deterministic_cases"] = totals.deterministic;
+  doc["device_ms"] = totals.device_ms;
+  doc["readout_ms"] = totals.readout_ms;
+  return doc;
+}
+
+// Step 7's rates: teacher-forced greedy agreement over prefill and decode, and the
+// free-running agreed prefix when a threshold for it was given.
+void judge_rates(const GoldenTotals& totals, const Thresholds& t, StepResult& step) {
+  MetricSummary all = totals.prefill;
+  all.merge(totals.decode);
+  if (!(all.greedy_rate() >= t.min_greedy)) {
+    step.fail(fmt::format("greedy agreement {}/{} = {:.4f} < {}", all.greedy_agree,
+                          all.greedy_total, all.greedy_rate(), t.min_greedy));
+  }
+  if (t.min_free_greedy && totals.free_total > 0) {
+    const double rate =
+        static_cast<double>(totals.free_agreed) / static_cast<double>(totals.free_total);
+    if (!(rate >= *t.min_free_greedy)) {
+      step.fail(fmt::format("free-running agreement {}/{} = {:.4f} < {}", totals.free_agreed,
+                            totals.free_total, rate, *t.min_free_greedy));
+    }
+  }
+}
+
+void summarise(const GoldenTotals& totals, const std::vector<std::string>& names,
+               std::array<StepResult, 3>& steps) {
+  MetricSummary all = totals.prefill;
+  all.merge(totals.decode);
+  steps[0].summary = fmt::format("cases {} ({}), {} submissions, CSRs set and read back",
+                                 names.size(), fmt::join(names, ","), totals.submissions);
+  steps[1].summary =
+      fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, deterministic {}/{}",
+                  totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
+                  totals.prefill.top_k_overlap_min, totals.deterministic, names.size());
+  steps[2].summary = fmt::format(
+      "{} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{}, "
+      "free-running {}/{}",
+      totals.decode.compared, totals.decode.cosine_min, totals.decode.max_abs_error_max,
+      totals.decode.top_k_overlap_min, all.greedy_agree, all.greedy_total, totals.free_agreed,
+      totals.free_total);
+}
+
+}  // namespace
+
+std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
+  std::array<StepResult, 3> steps;
+  const char* names[] = {"inputs", "prefill", "decode"};
+  for (int i = 0; i < 3; ++i) {
+    steps[static_cast<size_t>(i)].number = 5 + i;
+    steps[static_cast<size_t>(i)].name = names[i];
+  }
+  GoldenTotals totals;
+  std::vector<std::string> case_names;
+  std::array<std::vector<std::string>, kCasePhases> diagnosis;
+  std::array<std::vector<std::string>, kCasePhases> case_failures;
+  for (size_t i = 0; i < s.inputs.case_indices.size(); ++i) {
+    const calbin::GoldenCase& golden = s.inputs.golden_case(i);
+    spdlog::debug("case {}: prompt {} tokens, {} decode steps", golden.name, golden.prompt_len,
+                  golden.decode_steps);
+    const CaseResult r = run_golden_case(s, golden);
+    case_names.push_back(r.name);
+    totals.prefill.merge(r.prefill);
+    totals.decode.merge(r.decode);
+    totals.deterministic += r.deterministic ? 1 : 0;
+    totals.free_agreed += r.free_agreed;
+    totals.free_total += r.free_total;
+    totals.submissions += r.submissions;
+    totals.device_ms += r.device_ms;
+    totals.readout_ms += r.readout_ms;
+    for (size_t p = 0; p < kCasePhases; ++p) {
+      case_failures[p].insert(case_failures[p].end(), r.failures[p].begin(), r.failures[p].end());
+      steps[p].wall_ms += r.wall_ms[p];
+      if (diagnosis[p].empty()) {  // the first case's diagnosis points at the cause
+        diagnosis[p] = r.diagnosis[p];
+      }
+    }
+    steps[2].details["cases"].push_back(r.to_json());
+  }
+  const Thresholds& t = s.options.thresholds;
+  judge_metrics("prefill", totals.prefill, t, steps[1]);
+  judge_metrics("decode", totals.decode, t, steps[2]);
+  judge_rates(totals, t, steps[2]);
+  summarise(totals, case_names, steps);
+  for (size_t p = 0; p < kCasePhases; ++p) {
+    // The aggregate verdicts come first, then the cases' own failures.
+    for (auto& failure : case_failures[p]) {
+      steps[p].fail(std::move(failure));
+    }
+    if (!steps[p].passed()) {
+      steps[p].diagnosis = diagnosis[p];
+    }
+  }
+  metrics = metrics_json(totals, t, case_names.size());
+  return {steps.begin(), steps.end()};
+}
+
+}  // namespace runner

@@ -1,0 +1,206 @@
+#include "simdev/device/model/chip_weights.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "calbin/bf16.hpp"
+
+namespace simdev {
+namespace {
+
+struct Loader {
+  const std::filesystem::path& dir;
+  const calbin::Manifest& manifest;
+  const ModelDims& dims;
+  uint32_t chip;
+  uint64_t loaded_bytes = 0;
+
+  uint32_t mask_of(const calbin::WeightTensor& w) const {
+    if (w.shard.chip_mask != 0) {
+      return w.shard.chip_mask;
+    }
+    for (const auto& block : manifest.param_blocks) {
+      if (block.file == w.file) {
+        return block.chip_mask;
+      }
+    }
+    return 0;
+  }
+
+  Expected<const calbin::WeightTensor*> find(const std::string& name) const {
+    for (const auto& w : manifest.weights) {
+      if (w.name == name && (mask_of(w) >> chip & 1u) != 0) {
+        return &w;
+      }
+    }
+    return fail(CALRT_CALBIN_INVALID,
+                "weight \"" + name + "\" has no shard for chip " + std::to_string(chip));
+  }
+
+  // Reads count bytes at offset of a calbin file, checking the range lies inside it.
+  Expected<std::vector<uint8_t>> read(const std::string& what, const std::string& file,
+                                      uint64_t offset, uint64_t count) {
+    auto path = calbin::resolve_inside(dir, file);
+    if (!path) {
+      return fail(CALRT_CALBIN_INVALID, what + ": " + path.error().to_string());
+    }
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(*path, ec);
+    if (ec || offset > size || count > size - offset) {
+      return fail(CALRT_CALBIN_INVALID, what + ": range [" + std::to_string(offset) + ", " +
+                                            std::to_string(offset + count) + ") leaves file \"" +
+                                            file + "\" of " + std::to_string(size) + " bytes");
+    }
+    std::vector<uint8_t> data(count);
+    std::ifstream in(*path, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count));
+    if (!in) {
+      return fail(CALRT_CALBIN_INVALID, what + ": cannot read file \"" + file + "\"");
+    }
+    loaded_bytes += count;
+    return data;
+  }
+
+  Status check_shard(const calbin::WeightTensor& w, int axis, size_t rows, size_t cols) const {
+    const std::string label = "weight \"" + w.name + "\" (file \"" + w.file + "\")";
+    if (w.shape.size() != 2 && !(axis < 0 && w.shape.size() == 1)) {
+      return fail(CALRT_CALBIN_INVALID, label + ": rank " + std::to_string(w.shape.size()));
+    }
+    if (w.shard.axis != axis) {
+      return fail(CALRT_CALBIN_INVALID, label + ": split axis " + std::to_string(w.shard.axis) +
+                                            ", expected " + std::to_string(axis));
+    }
+    if (axis >= 0) {
+      const uint64_t size = static_cast<uint64_t>(w.shape[static_cast<size_t>(axis)]);
+      const uint64_t begin = chip * size / dims.chips;
+      const uint64_t end = (chip + 1) * size / dims.chips;
+      if (w.shard.begin != begin || w.shard.end != end) {
+        return fail(CALRT_CALBIN_INVALID,
+                    label + ": shard [" + std::to_string(w.shard.begin) + ", " +
+                        std::to_string(w.shard.end) + ") on chip " + std::to_string(chip) +
+                        ", expected [" + std::to_string(begin) + ", " + std::to_string(end) + ")");
+      }
+    }
+    const int64_t expect_rows = static_cast<int64_t>(axis == 0 ? rows * dims.chips : rows);
+    const int64_t expect_cols = static_cast<int64_t>(axis == 1 ? cols * dims.chips : cols);
+    const bool shape_ok = w.shape.size() == 1
+                              ? w.shape[0] == expect_cols && rows == 1
+                              : w.shape[0] == expect_rows && w.shape[1] == expect_cols;
+    if (!shape_ok) {
+      return fail(CALRT_CALBIN_INVALID, label + ": unexpected logical shape for the model dims");
+    }
+    return {};
+  }
+
+  Expected<std::vector<float>> bf16(const std::string& name, int axis, size_t rows, size_t cols) {
+    auto w = find(name);
+    if (!w) {
+      return tl::unexpected(w.error());
+    }
+    if (auto ok = check_shard(**w, axis, rows, cols); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    if ((*w)->dtype != calbin::Dtype::kBf16 || (*w)->bytes != rows * cols * 2) {
+      return fail(CALRT_CALBIN_INVALID, "weight \"" + name + "\": expected bf16 of " +
+                                            std::to_string(rows * cols * 2) + " bytes, got " +
+                                            std::to_string((*w)->bytes));
+    }
+    auto raw = read("weight \"" + name + "\"", (*w)->file, (*w)->offset, (*w)->bytes);
+    if (!raw) {
+      return tl::unexpected(raw.error());
+    }
+    std::vector<float> values(rows * cols);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t bits = 0;
+      std::memcpy(&bits, raw->data() + 2 * i, 2);
+      values[i] = calbin::bf16_to_f32(bits);
+    }
+    return values;
+  }
+
+  Expected<Int8Matrix> int8(const std::string& name, int axis, size_t rows, size_t cols) {
+    auto w = find(name);
+    if (!w) {
+      return tl::unexpected(w.error());
+    }
+    if (auto ok = check_shard(**w, axis, rows, cols); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    const calbin::WeightTensor& t = **w;
+    if (t.dtype != calbin::Dtype::kInt8 || t.quant.scheme != "w8a8_dynamic" ||
+        t.bytes != rows * cols || t.quant.scale_count != rows) {
+      return fail(CALRT_CALBIN_INVALID,
+                  "weight \"" + name + "\": expected int8 w8a8_dynamic of " +
+                      std::to_string(rows * cols) + " bytes with " + std::to_string(rows) +
+                      " scales, got " + std::string(calbin::to_string(t.dtype)) + " " +
+                      t.quant.scheme + " of " + std::to_string(t.bytes) + " bytes with " +
+                      std::to_string(t.quant.scale_count) + " scales");
+    }
+    Int8Matrix m{rows, cols, std::vector<int8_t>(rows * cols), std::vector<float>(rows)};
+    auto values = read("weight \"" + name + "\"", t.file, t.offset, t.bytes);
+    if (!values) {
+      return tl::unexpected(values.error());
+    }
+    auto scales = read("scales of weight \"" + name + "\"", t.quant.scale_file,
+                       t.quant.scale_offset, rows * sizeof(float));
+    if (!scales) {
+      return tl::unexpected(scales.error());
+    }
+    std::memcpy(m.values.data(), values->data(), values->size());
+    std::memcpy(m.scales.data(), scales->data(), scales->size());
+    return m;
+  }
+};
+
+#define SIMDEV_ASSIGN(target, expr)           \
+  do {                                        \
+    auto result_ = (expr);                    \
+    if (!result_) {                           \
+      return tl::unexpected(result_.error()); \
+    }                                         \
+    (target) = std::move(*result_);           \
+  } while (false)
+
+Expected<LayerWeights> load_layer(Loader& loader, size_t l) {
+  const ModelDims& d = loader.dims;
+  const std::string p = "layers." + std::to_string(l) + ".";
+  const size_t qd = d.q_heads_local() * d.head_dim;
+  const size_t kvd = d.kv_heads_local() * d.head_dim;
+  LayerWeights w;
+  SIMDEV_ASSIGN(w.attn_norm, loader.bf16(p + "attn_norm", -1, 1, d.hidden));
+  SIMDEV_ASSIGN(w.q_norm, loader.bf16(p + "attn.q_norm", -1, 1, d.head_dim));
+  SIMDEV_ASSIGN(w.k_norm, loader.bf16(p + "attn.k_norm", -1, 1, d.head_dim));
+  SIMDEV_ASSIGN(w.ffn_norm, loader.bf16(p + "ffn_norm", -1, 1, d.hidden));
+  SIMDEV_ASSIGN(w.q_proj, loader.int8(p + "attn.q_proj", 0, qd, d.hidden));
+  SIMDEV_ASSIGN(w.k_proj, loader.int8(p + "attn.k_proj", 0, kvd, d.hidden));
+  SIMDEV_ASSIGN(w.v_proj, loader.int8(p + "attn.v_proj", 0, kvd, d.hidden));
+  SIMDEV_ASSIGN(w.o_proj, loader.int8(p + "attn.o_proj", 1, d.hidden, qd));
+  SIMDEV_ASSIGN(w.gate_proj, loader.int8(p + "mlp.gate_proj", 0, d.ffn_local(), d.hidden));
+  SIMDEV_ASSIGN(w.up_proj, loader.int8(p + "mlp.up_proj", 0, d.ffn_local(), d.hidden));
+  SIMDEV_ASSIGN(w.down_proj, loader.int8(p + "mlp.down_proj", 1, d.hidden, d.ffn_local()));
+  return w;
+}
+
+}  // namespace
+
+Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
+                                        const calbin::Manifest& manifest, const ModelDims& dims,
+                                        uint32_t chip) {
+  Loader loader{calbin_dir, manifest, dims, chip};
+  ChipWeights weights;
+  weights.chip = chip;
+  SIMDEV_ASSIGN(weights.embedding, loader.bf16("tok_embeddings", -1, dims.vocab, dims.hidden));
+  SIMDEV_ASSIGN(weights.final_norm, loader.bf16("final_norm", -1, 1, dims.hidden));
+  SIMDEV_ASSIGN(weights.lm_head, loader.bf16("lm_head", 0, dims.vocab_local(), dims.hidden));
+  for (size_t l = 0; l < dims.layers; ++l) {
+    LayerWeights layer;
+    SIMDEV_ASSIGN(layer, load_layer(loader, l));
+    weights.layers.push_back(std::move(layer));
+  }
+  weights.loaded_bytes = loader.loaded_bytes;
+  return weights;
+}
+
+}  // namespace simdev

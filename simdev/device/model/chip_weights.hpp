@@ -1,0 +1,53 @@
+// One chip's weights as the device holds them after configure: its shard of every split
+// matrix and a copy of every replicated vector. BF16 values are widened to FP32 once at
+// load; int8 matrices keep their int8 values and per-row scales.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "calbin/manifest.hpp"
+#include "simdev/device/base/status.hpp"
+#include "simdev/device/model/model_dims.hpp"
+
+namespace simdev {
+
+struct Int8Matrix {
+  size_t rows = 0;
+  size_t cols = 0;
+  std::vector<int8_t> values;  // [rows][cols]
+  std::vector<float> scales;   // [rows]
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [H]
+  std::vector<float> q_norm;     // [D]
+  std::vector<float> k_norm;     // [D]
+  std::vector<float> ffn_norm;   // [H]
+  Int8Matrix q_proj;             // [Hq/n * D, H]
+  Int8Matrix k_proj;             // [Hkv/n * D, H]
+  Int8Matrix v_proj;             // [Hkv/n * D, H]
+  Int8Matrix o_proj;             // [H, Hq/n * D]
+  Int8Matrix gate_proj;          // [F/n, H]
+  Int8Matrix up_proj;            // [F/n, H]
+  Int8Matrix down_proj;          // [H, F/n]
+};
+
+struct ChipWeights {
+  uint32_t chip = 0;
+  std::vector<float> embedding;   // [V, H]
+  std::vector<float> final_norm;  // [H]
+  std::vector<float> lm_head;     // [V/n, H]
+  std::vector<LayerWeights> layers;
+  uint64_t loaded_bytes = 0;  // bytes read from the param files, scales included
+};
+
+// Loads chip `chip`'s weights from the calbin directory. Every failure is CALBIN_INVALID
+// naming the weight, the file and the value (a shard outside its file, a wrong shape or
+// split, a missing shard for this chip).
+Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
+                                        const calbin::Manifest& manifest, const ModelDims& dims,
+                                        uint32_t chip);
+
+}  // namespace simdev

@@ -1,0 +1,48 @@
+// One chiplet's share of a step: it holds only its weight shard and its half of the KV heads
+// and produces partial sums that the D2D all-reduce (in the executor) adds up.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "simdev/device/model/chip_weights.hpp"
+#include "simdev/device/model/kv_store.hpp"
+#include "simdev/device/model/model_dims.hpp"
+
+namespace simdev {
+
+struct StepRows {
+  const float* x = nullptr;            // [rows][hidden] residual stream, same on every chip
+  size_t rows = 0;                     // tokens in this submission
+  const int32_t* positions = nullptr;  // [rows], RoPE only
+  size_t past = 0;                     // P: row r is KV slot P + r
+};
+
+class Chiplet {
+ public:
+  Chiplet(const ModelDims& dims, const ChipWeights& weights, ChipKv& kv);
+
+  // Projects q/k/v for every row, stores k/v at slots P + r, then attends for rows
+  // [first_active, rows) and writes their partial o_proj output: [rows - first_active][H].
+  void attention(size_t layer, const StepRows& step, size_t first_active, float* partial);
+  // Partial MLP output of rows rows of x: [rows][H].
+  void mlp(size_t layer, const float* x, size_t rows, float* partial);
+  // Logits of this chip's vocabulary rows for one residual row: [vocab_local].
+  void logits(const float* x, float* out);
+
+ private:
+  void project(const Int8Matrix& w, const float* in, size_t rows, size_t in_dim, float* out);
+  void store_kv(size_t layer, const StepRows& step);
+  void stage_kv(size_t layer, size_t slot_count);
+
+  const ModelDims& dims_;
+  const ChipWeights& weights_;
+  ChipKv& kv_;
+  // Scratch, reused across layers to keep allocation out of the hot path.
+  std::vector<float> normed_, q_, k_, v_, attn_, gate_, up_, scores_;
+  std::vector<int8_t> quantized_;
+  std::vector<float> act_scales_;
+  std::vector<float> k_staged_, v_staged_;  // FP32 copies: [head][dim][slot], [head][slot][dim]
+};
+
+}  // namespace simdev

@@ -1,0 +1,31 @@
+// Runs one functional step (a prefill chunk or a decode token) across the chiplets:
+// embedding, per layer attention and MLP with the D2D all-reduce of their partial sums,
+// and the gather of the per-chip vocabulary halves of the logits.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "simdev/device/base/status.hpp"
+#include "simdev/device/model/chip_weights.hpp"
+#include "simdev/device/model/kv_store.hpp"
+#include "simdev/device/model/model_dims.hpp"
+
+namespace simdev {
+
+struct StepRequest {
+  std::span<const int32_t> tokens;     // cur_seq_len valid tokens
+  std::span<const int32_t> positions;  // one per token
+  size_t past = 0;                     // past_kv_cur_seq_len
+};
+
+// Checks the token ids against the vocabulary (INVALID_ARGUMENT naming index and value).
+Status validate_tokens(std::span<const int32_t> tokens, size_t vocab);
+
+// Computes the step and returns the FP32 logits [vocab] of the last token. The caller has
+// validated the request and backed KV slots [0, past + tokens) in kv.
+std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
+                            const StepRequest& request);
+
+}  // namespace simdev

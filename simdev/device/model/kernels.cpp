@@ -1,0 +1,131 @@
+#include "simdev/device/model/kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simdev::kernels {
+
+void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, float eps) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = x + r * dim;
+    double sum_squares = 0.0;
+    for (size_t i = 0; i < dim; ++i) {
+      sum_squares += static_cast<double>(row[i]) * row[i];
+    }
+    const float inv = static_cast<float>(
+        1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + static_cast<double>(eps)));
+    float* dst = out + r * dim;
+    for (size_t i = 0; i < dim; ++i) {
+      dst[i] = row[i] * inv * weight[i];
+    }
+  }
+}
+
+void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = x + r * cols;
+    float max_abs = 0.0f;
+    for (size_t i = 0; i < cols; ++i) {
+      max_abs = std::max(max_abs, std::fabs(row[i]));
+    }
+    const float scale = max_abs / 127.0f;
+    scales[r] = scale;
+    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+    int8_t* dst = q + r * cols;
+    for (size_t i = 0; i < cols; ++i) {
+      const float v = std::nearbyint(row[i] * inv);
+      dst[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+    }
+  }
+}
+
+namespace {
+
+int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) {
+  int32_t acc = 0;  // integer addition is associative: the compiler may vectorise this
+  for (size_t i = 0; i < n; ++i) {
+    acc += static_cast<int32_t>(a[i]) * static_cast<int32_t>(b[i]);
+  }
+  return acc;
+}
+
+}  // namespace
+
+void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
+                 const float* w_scales, size_t out_features, float* out) {
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t* a_row = a + r * in;
+    float* dst = out + r * out_features;
+    for (size_t o = 0; o < out_features; ++o) {
+      const int32_t acc = dot_i8(a_row, w + o * in, in);
+      dst[o] = static_cast<float>(acc) * a_scales[r] * w_scales[o];
+    }
+  }
+}
+
+void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
+  for (size_t o = 0; o < out_features; ++o) {
+    const float* row = w + o * in;
+    float acc = 0.0f;
+    for (size_t i = 0; i < in; ++i) {
+      acc += x[i] * row[i];
+    }
+    out[o] = acc;
+  }
+}
+
+void rope_neox(float* head, size_t dim, int64_t position, double theta) {
+  const size_t half = dim / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const double inv_freq =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+    const double angle = static_cast<double>(position) * inv_freq;
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    const float x0 = head[i];
+    const float x1 = head[i + half];
+    head[i] = x0 * c - x1 * s;
+    head[i + half] = x0 * s + x1 * c;
+  }
+}
+
+void silu_mul(const float* gate, const float* up, float* out, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+}
+
+void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
+            size_t slot_count, size_t dim, float* scores, float* out) {
+  // Scores: accumulate dimension by dimension so the slot loop is contiguous.
+  std::fill(scores, scores + slot_count, 0.0f);
+  for (size_t d = 0; d < dim; ++d) {
+    const float qd = q[d];
+    const float* k_row = k_transposed + d * stride;
+    for (size_t s = 0; s < slot_count; ++s) {
+      scores[s] += qd * k_row[s];
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  float max_score = -INFINITY;
+  for (size_t s = 0; s < slot_count; ++s) {
+    scores[s] *= scale;
+    max_score = std::max(max_score, scores[s]);
+  }
+  double sum = 0.0;
+  for (size_t s = 0; s < slot_count; ++s) {
+    scores[s] = std::exp(scores[s] - max_score);
+    sum += scores[s];
+  }
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  std::fill(out, out + dim, 0.0f);
+  for (size_t s = 0; s < slot_count; ++s) {
+    const float p = scores[s] * inv_sum;
+    const float* v_row = v + s * dim;
+    for (size_t d = 0; d < dim; ++d) {
+      out[d] += p * v_row[d];
+    }
+  }
+}
+
+}  // namespace simdev::kernels

@@ -1,0 +1,55 @@
+#include "simdev/device/model/model_dims.hpp"
+
+#include <string>
+
+namespace simdev {
+namespace {
+
+Status require(bool ok, const std::string& what) {
+  if (!ok) {
+    return fail(CALRT_CALBIN_INVALID, "manifest llm: " + what);
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
+  const calbin::LlmInfo& llm = manifest.llm;
+  ModelDims dims;
+  dims.layers = llm.layers;
+  dims.hidden = llm.hidden;
+  dims.q_heads = llm.q_heads;
+  dims.kv_heads = llm.kv_heads;
+  dims.head_dim = llm.head_dim;
+  dims.ffn = llm.ffn;
+  dims.vocab = llm.vocab;
+  dims.chips = manifest.chips;
+  dims.rms_eps = static_cast<float>(llm.rms_eps);
+  dims.rope_theta = llm.rope_theta;
+  const std::string n = std::to_string(dims.chips);
+  Status checks[] = {
+      require(dims.chips >= 1, "chips = 0"),
+      require(
+          dims.layers > 0 && dims.hidden > 0 && dims.head_dim > 0 && dims.vocab > 0 && dims.ffn > 0,
+          "a dimension (layers, hidden, head_dim, vocab, ffn) is 0"),
+      require(dims.kv_heads > 0 && dims.kv_heads % dims.chips == 0,
+              "kv_heads = " + std::to_string(dims.kv_heads) + " is not a multiple of chips = " + n),
+      require(dims.q_heads > 0 && dims.q_heads % dims.kv_heads == 0,
+              "q_heads = " + std::to_string(dims.q_heads) + " is not a multiple of kv_heads"),
+      require(dims.ffn % dims.chips == 0,
+              "ffn = " + std::to_string(dims.ffn) + " is not a multiple of chips = " + n),
+      require(dims.vocab % dims.chips == 0,
+              "vocab = " + std::to_string(dims.vocab) + " is not a multiple of chips = " + n),
+      require(dims.head_dim % 2 == 0,
+              "head_dim = " + std::to_string(dims.head_dim) + " is odd (RoPE needs pairs)"),
+  };
+  for (Status& status : checks) {
+    if (!status) {
+      return tl::unexpected(status.error());
+    }
+  }
+  return dims;
+}
+
+}  // namespace simdev

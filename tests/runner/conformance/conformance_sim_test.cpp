@@ -1,0 +1,116 @@
+// The simulator passes every clause, in process and through libcalrt_sim.so, with no skip
+// (it offers every extension the clauses use); a runtime that gets a clause wrong, or throws,
+// fails that clause and leaves the process and the other clauses alone.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runner/conformance/conformance.hpp"
+
+namespace {
+
+using runner::ClauseResult;
+
+std::string failures(const std::vector<ClauseResult>& results) {
+  std::string text;
+  for (const ClauseResult& r : results) {
+    if (r.verdict != ClauseResult::Verdict::pass) {
+      text += std::string(runner::to_string(r.verdict)) + " " + r.id + ": " + r.reason + "\n";
+    }
+  }
+  return text;
+}
+
+runner::ConformanceOptions options(std::vector<std::string> only = {}) {
+  runner::ConformanceOptions o;
+  o.calbin = CALRT_TEST_CALBIN;
+  o.only = std::move(only);
+  return o;
+}
+
+void expect_all_pass(const runner::DeviceSpec& spec) {
+  const calrt::Api api = runner::open_runtime(spec);
+  const std::vector<ClauseResult> results = runner::run_conformance(api, spec, options());
+  EXPECT_EQ(results.size(), runner::conformance_clauses().size());
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(ConformanceSim, InProcessPassesEveryClause) {
+  if (!runner::in_process_simulator_available()) {
+    GTEST_SKIP() << "built without the in-process simulator";
+  }
+  expect_all_pass(runner::parse_device("sim"));
+}
+
+TEST(ConformanceSim, SharedLibraryPassesEveryClause) {
+  expect_all_pass(runner::parse_device(CALRT_SIM_SO));
+}
+
+TEST(ConformanceSim, OnlySelectsByPrefix) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api api = runner::open_runtime(spec);
+  std::vector<std::string> streamed;
+  const std::vector<ClauseResult> results =
+      runner::run_conformance(api, spec, options({"KV", "JOB.4"}),
+                              [&](const ClauseResult& r) { streamed.push_back(r.id); });
+  std::vector<std::string> ids;
+  for (const ClauseResult& r : results) {
+    ids.push_back(r.id);
+  }
+  EXPECT_EQ(ids,
+            (std::vector<std::string>{"JOB.4", "KV.1", "KV.2", "KV.3", "KV.4", "KV.5", "KV.6"}));
+  EXPECT_EQ(streamed, ids);
+}
+
+TEST(ConformanceSim, BadOptionsAreInvalidArguments) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api api = runner::open_runtime(spec);
+  EXPECT_THROW(runner::run_conformance(api, spec, options({"NOPE"})), std::invalid_argument);
+  runner::ConformanceOptions missing = options();
+  missing.calbin = "/nonexistent/calbin";
+  EXPECT_THROW(runner::run_conformance(api, spec, missing), std::invalid_argument);
+}
+
+// A runtime that drops CSR writes, and one whose GetModel throws through the C ABI.
+CalrtError* dropping_set_csr(Calrt_Buffer_SetCsr_Args*) { return nullptr; }
+CalrtError* throwing_get_model(Calrt_Calbin_GetModel_Args*) {
+  throw std::runtime_error("runtime bug: GetModel threw");
+}
+
+// The simulator's table with `mutate` applied, borrowing the library that `sim` keeps loaded.
+template <class Mutate>
+calrt::Api mutated(const calrt::Api& sim, CalrtApi& storage, Mutate&& mutate) {
+  storage = *sim.table();
+  mutate(storage);
+  return calrt::Api(&storage, std::shared_ptr<const void>(sim.table(), [sim](const void*) {}));
+}
+
+TEST(ConformanceSim, BrokenRuntimeFailsItsClausesNotTheProcess) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api sim = runner::open_runtime(spec);
+  static CalrtApi dropping;
+  static CalrtApi throwing;
+  const calrt::Api drops =
+      mutated(sim, dropping, [](CalrtApi& t) { t.Buffer_SetCsr = &dropping_set_csr; });
+  const calrt::Api throws =
+      mutated(sim, throwing, [](CalrtApi& t) { t.Calbin_GetModel = &throwing_get_model; });
+  const std::vector<ClauseResult> csr =
+      runner::run_conformance(drops, spec, options({"CSR.1", "VER.2", "KV.1"}));
+  ASSERT_EQ(csr.size(), 3u);
+  EXPECT_EQ(csr[0].id, "VER.2");  // not the library's own table: no entry point to ask
+  EXPECT_EQ(csr[0].verdict, ClauseResult::Verdict::skip) << csr[0].reason;
+  EXPECT_EQ(csr[1].id, "CSR.1");
+  EXPECT_EQ(csr[1].verdict, ClauseResult::Verdict::fail);
+  EXPECT_NE(csr[1].reason.find("read back"), std::string::npos) << csr[1].reason;
+  EXPECT_EQ(csr[2].id, "KV.1");
+  EXPECT_EQ(csr[2].verdict, ClauseResult::Verdict::pass) << csr[2].reason;
+
+  const std::vector<ClauseResult> cal = runner::run_conformance(throws, spec, options({"CAL.4"}));
+  ASSERT_EQ(cal.size(), 1u);
+  EXPECT_EQ(cal[0].verdict, ClauseResult::Verdict::fail);
+  EXPECT_NE(cal[0].reason.find("GetModel threw"), std::string::npos) << cal[0].reason;
+}
+
+}  // namespace

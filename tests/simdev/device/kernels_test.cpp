@@ -1,0 +1,146 @@
+// The device kernels against straightforward loops written from the MODEL.md formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "simdev/device/model/kernels.hpp"
+
+namespace simdev::kernels {
+namespace {
+
+std::vector<float> random_floats(size_t count, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> values(count);
+  for (float& v : values) {
+    v = dist(rng);
+  }
+  return values;
+}
+
+TEST(Kernels, RmsnormMatchesFormula) {
+  const size_t rows = 3, dim = 40;
+  const auto x = random_floats(rows * dim, 1);
+  const auto w = random_floats(dim, 2);
+  std::vector<float> out(rows * dim);
+  rmsnorm(x.data(), w.data(), out.data(), rows, dim, 1e-6f);
+  for (size_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (size_t i = 0; i < dim; ++i) {
+      ss += double(x[r * dim + i]) * x[r * dim + i];
+    }
+    const double inv = 1.0 / std::sqrt(ss / dim + 1e-6);
+    for (size_t i = 0; i < dim; ++i) {
+      EXPECT_NEAR(out[r * dim + i], x[r * dim + i] * inv * w[i], 1e-5);
+    }
+  }
+}
+
+TEST(Kernels, QuantizeIsSymmetricPerRow) {
+  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 0.0f, 0.0f, 0.0f};
+  std::vector<int8_t> q(6);
+  std::vector<float> scales(2);
+  quantize_rows(x.data(), 2, 3, q.data(), scales.data());
+  EXPECT_FLOAT_EQ(scales[0], 1.0f / 127.0f);
+  EXPECT_EQ(q[0], 64);  // 63.5 rounds to even
+  EXPECT_EQ(q[1], -127);
+  EXPECT_EQ(q[2], 32);
+  EXPECT_EQ(scales[1], 0.0f);
+  EXPECT_EQ(q[3], 0);
+}
+
+TEST(Kernels, Int8MatmulMatchesNaiveLoop) {
+  const size_t rows = 5, in = 67, out = 9;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> dist(-127, 127);
+  std::vector<int8_t> a(rows * in), w(out * in);
+  for (auto& v : a) v = static_cast<int8_t>(dist(rng));
+  for (auto& v : w) v = static_cast<int8_t>(dist(rng));
+  const auto a_scales = random_floats(rows, 4);
+  const auto w_scales = random_floats(out, 5);
+  std::vector<float> result(rows * out);
+  int8_matmul(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out, result.data());
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      int64_t acc = 0;
+      for (size_t i = 0; i < in; ++i) {
+        acc += int64_t{a[r * in + i]} * w[o * in + i];
+      }
+      EXPECT_FLOAT_EQ(result[r * out + o], float(acc) * a_scales[r] * w_scales[o]);
+    }
+  }
+}
+
+TEST(Kernels, RopeRotatesNeoxPairs) {
+  const size_t dim = 8;
+  auto head = random_floats(dim, 6);
+  const auto original = head;
+  const int64_t position = 1234;
+  const double theta = 1e6;
+  rope_neox(head.data(), dim, position, theta);
+  for (size_t i = 0; i < dim / 2; ++i) {
+    const double angle = double(position) * std::pow(theta, -2.0 * double(i) / double(dim));
+    const double x0 = original[i], x1 = original[i + dim / 2];
+    EXPECT_NEAR(head[i], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-5);
+    EXPECT_NEAR(head[i + dim / 2], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-5);
+  }
+  std::vector<float> zero_pos = original;
+  rope_neox(zero_pos.data(), dim, 0, theta);
+  EXPECT_EQ(zero_pos, original);
+}
+
+TEST(Kernels, AttendMatchesNaiveSoftmax) {
+  const size_t dim = 32, slots = 77, stride = 80;
+  const auto q = random_floats(dim, 7);
+  const auto k = random_floats(slots * dim, 8);  // [slot][dim]
+  const auto v = random_floats(slots * dim, 9);
+  std::vector<float> kt(dim * stride, 0.0f);
+  for (size_t s = 0; s < slots; ++s) {
+    for (size_t d = 0; d < dim; ++d) {
+      kt[d * stride + s] = k[s * dim + d];
+    }
+  }
+  std::vector<float> scores(slots), out(dim);
+  attend(q.data(), kt.data(), stride, v.data(), slots, dim, scores.data(), out.data());
+  std::vector<double> p(slots);
+  double max_score = -1e30, sum = 0;
+  for (size_t s = 0; s < slots; ++s) {
+    double dot = 0;
+    for (size_t d = 0; d < dim; ++d) {
+      dot += double(q[d]) * k[s * dim + d];
+    }
+    p[s] = dot / std::sqrt(double(dim));
+    max_score = std::max(max_score, p[s]);
+  }
+  for (double& x : p) {
+    x = std::exp(x - max_score);
+    sum += x;
+  }
+  for (size_t d = 0; d < dim; ++d) {
+    double expected = 0;
+    for (size_t s = 0; s < slots; ++s) {
+      expected += p[s] / sum * v[s * dim + d];
+    }
+    EXPECT_NEAR(out[d], expected, 1e-5) << d;
+  }
+}
+
+TEST(Kernels, SiluMulAndMatvec) {
+  const std::vector<float> gate = {-2.0f, 0.0f, 3.0f};
+  const std::vector<float> up = {1.0f, 5.0f, 0.5f};
+  std::vector<float> out(3);
+  silu_mul(gate.data(), up.data(), out.data(), 3);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(out[i], gate[i] / (1 + std::exp(-gate[i])) * up[i], 1e-6);
+  }
+  const std::vector<float> x = {1, 2, 3};
+  const std::vector<float> w = {1, 0, 0, 0, 1, 1};
+  std::vector<float> y(2);
+  f32_matvec(x.data(), 3, w.data(), 2, y.data());
+  EXPECT_EQ(y, (std::vector<float>{1, 5}));
+}
+
+}  // namespace
+}  // namespace simdev::kernels
