@@ -16,8 +16,14 @@ Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCa
   c.cosine = cosine(logits, golden.prefill_logits);
   c.max_abs_error = max_abs_error(logits, golden.prefill_logits, golden_top);
   c.top_k_overlap = top_k_overlap(top_k(logits, top_k_count), golden_top);
+  c.gain = gain(logits, golden.prefill_logits);
+  c.rel_rms = relative_rms_error(logits, golden.prefill_logits);
   c.argmax = argmax(logits);
   c.expected_argmax = golden.greedy[0];
+  if (golden_top.size() >= 2) {
+    c.golden_margin = double{golden.prefill_logits[static_cast<size_t>(golden_top[0])]} -
+                      double{golden.prefill_logits[static_cast<size_t>(golden_top[1])]};
+  }
   return c;
 }
 
@@ -36,11 +42,16 @@ Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCas
       at_ids.push_back(logits[static_cast<size_t>(id)]);
     }
     c.cosine = cosine(at_ids, values);
+    c.gain = gain(at_ids, values);
+    c.rel_rms = relative_rms_error(at_ids, values);
   } else {
-    c.cosine = cosine(
-        logits,
-        std::span<const float>(golden.decode_logits.data() + step * logits.size(), logits.size()));
+    const std::span<const float> row(golden.decode_logits.data() + step * logits.size(),
+                                     logits.size());
+    c.cosine = cosine(logits, row);
+    c.gain = gain(logits, row);
+    c.rel_rms = relative_rms_error(logits, row);
   }
+  if (values.size() >= 2) c.golden_margin = double{values[0]} - double{values[1]};
   c.max_abs_error = max_abs_error_at(logits, ids, values);
   c.top_k_overlap = top_k_overlap(top_k(logits, top_k_count), ids);
   c.argmax = argmax(logits);
@@ -53,8 +64,8 @@ std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t) {
   if (!(c.cosine >= t.min_cosine)) {  // written so that NaN fails
     why.push_back(fmt::format("cosine {:.6f} < {}", c.cosine, t.min_cosine));
   }
-  if (t.max_abs_error && !(c.max_abs_error <= *t.max_abs_error)) {
-    why.push_back(fmt::format("max abs error {:.5f} > {}", c.max_abs_error, *t.max_abs_error));
+  if (!(c.max_abs_error <= t.max_abs_error)) {
+    why.push_back(fmt::format("max abs error {:.5f} > {}", c.max_abs_error, t.max_abs_error));
   }
   if (!(c.top_k_overlap >= t.min_top_k_overlap)) {
     why.push_back(fmt::format("top-k overlap {:.3f} < {}", c.top_k_overlap, t.min_top_k_overlap));

@@ -17,8 +17,12 @@ struct Comparison {
   double cosine = 0.0;
   double max_abs_error = 0.0;
   double top_k_overlap = 0.0;
+  double gain = 1.0;     // least-squares scale of device over golden logits
+  double rel_rms = 0.0;  // ||device - golden|| / ||golden||
   int32_t argmax = -1;
   int32_t expected_argmax = -1;
+  // The golden's top-1 minus top-2 logit: how decisive the golden greedy token is.
+  double golden_margin = 0.0;
 };
 
 // The logits of the prompt's last position against golden.prefill_logits.

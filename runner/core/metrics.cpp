@@ -9,6 +9,33 @@
 
 namespace runner {
 
+double gain(std::span<const float> actual, std::span<const float> expected) {
+  if (actual.size() != expected.size()) {
+    throw std::invalid_argument("gain: lengths differ");
+  }
+  double dot = 0.0;
+  double norm = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    dot += double{actual[i]} * double{expected[i]};
+    norm += double{expected[i]} * double{expected[i]};
+  }
+  return norm > 0.0 ? dot / norm : std::numeric_limits<double>::quiet_NaN();
+}
+
+double relative_rms_error(std::span<const float> actual, std::span<const float> expected) {
+  if (actual.size() != expected.size()) {
+    throw std::invalid_argument("relative_rms_error: lengths differ");
+  }
+  double diff = 0.0;
+  double norm = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double d = double{actual[i]} - double{expected[i]};
+    diff += d * d;
+    norm += double{expected[i]} * double{expected[i]};
+  }
+  return norm > 0.0 ? std::sqrt(diff / norm) : std::numeric_limits<double>::quiet_NaN();
+}
+
 double cosine(std::span<const float> a, std::span<const float> b) {
   if (a.size() != b.size()) {
     throw std::invalid_argument("cosine: lengths differ");
@@ -375,18 +402,47 @@ void MetricSummary::add(double cosine_value, double max_abs_error_value,
   ++compared;
 }
 
-void MetricSummary::add_greedy(bool agree) {
-  greedy_agree += agree ? 1 : 0;
-  ++greedy_total;
+void MetricSummary::add_bias(double gain_value, double rel_rms_value) {
+  // NaN sticks in the sums, and fails every gate on their means.
+  gain_sum += gain_value;
+  rel_rms_sum += rel_rms_value;
+  rel_rms_max = std::isnan(rel_rms_value) || std::isnan(rel_rms_max)
+                    ? std::numeric_limits<double>::quiet_NaN()
+                    : std::max(rel_rms_max, rel_rms_value);
+}
+
+void MetricSummary::add_greedy(bool agree, bool decisive) {
+  if (decisive) {
+    greedy_agree += agree ? 1 : 0;
+    ++greedy_total;
+  } else {
+    ++near_ties;
+    near_tie_swaps += agree ? 0 : 1;
+  }
 }
 
 void MetricSummary::merge(const MetricSummary& other) {
   if (other.compared > 0) {
     add(other.cosine_min, other.max_abs_error_max, other.top_k_overlap_min);
     compared += other.compared - 1;
+    gain_sum += other.gain_sum;
+    rel_rms_sum += other.rel_rms_sum;
+    rel_rms_max = std::isnan(other.rel_rms_max) || std::isnan(rel_rms_max)
+                      ? std::numeric_limits<double>::quiet_NaN()
+                      : std::max(rel_rms_max, other.rel_rms_max);
   }
   greedy_agree += other.greedy_agree;
   greedy_total += other.greedy_total;
+  near_ties += other.near_ties;
+  near_tie_swaps += other.near_tie_swaps;
+}
+
+double MetricSummary::mean_gain() const {
+  return compared == 0 ? 1.0 : gain_sum / static_cast<double>(compared);
+}
+
+double MetricSummary::mean_rel_rms() const {
+  return compared == 0 ? 0.0 : rel_rms_sum / static_cast<double>(compared);
 }
 
 double MetricSummary::greedy_rate() const {

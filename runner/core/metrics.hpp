@@ -16,6 +16,14 @@ namespace runner {
 // fails every ">= threshold" test.
 double cosine(std::span<const float> a, std::span<const float> b);
 
+// The least-squares gain of actual over expected, <a, e> / <e, e>: 1 when the device keeps
+// the logits' scale. Cosine cannot see a scale error; this can. NaN for an all-zero or NaN
+// reference.
+double gain(std::span<const float> actual, std::span<const float> expected);
+
+// ||actual - expected|| / ||expected|| (Euclidean). NaN for an all-zero or NaN reference.
+double relative_rms_error(std::span<const float> actual, std::span<const float> expected);
+
 // max |actual[id] - expected[id]| over `ids`; over every element when ids is empty.
 double max_abs_error(std::span<const float> actual, std::span<const float> expected,
                      std::span<const int32_t> ids = {});
@@ -80,14 +88,26 @@ struct MetricSummary {
   double cosine_min = 1.0;
   double max_abs_error_max = 0.0;
   double top_k_overlap_min = 1.0;
-  uint64_t greedy_agree = 0;  // argmax equal to the golden greedy token
+  // Sums for the run-level means: noise averages out over many rows, a systematic error
+  // (a scale, a wrong eps, coarser quantisation) does not.
+  double gain_sum = 0.0;
+  double rel_rms_sum = 0.0;
+  double rel_rms_max = 0.0;
+  // Greedy over decisive comparisons only: those whose golden top-1 margin exceeds the tie
+  // margin. Near-ties are counted apart: W8A8 noise may swap them on a correct device.
+  uint64_t greedy_agree = 0;
   uint64_t greedy_total = 0;
+  uint64_t near_ties = 0;
+  uint64_t near_tie_swaps = 0;
   uint64_t compared = 0;  // comparisons folded in
 
   void add(double cosine_value, double max_abs_error_value, double top_k_overlap_value);
-  void add_greedy(bool agree);
+  void add_bias(double gain_value, double rel_rms_value);
+  void add_greedy(bool agree, bool decisive = true);
   void merge(const MetricSummary& other);
-  double greedy_rate() const;  // 1 when nothing was compared
+  double greedy_rate() const;   // 1 when nothing was compared
+  double mean_gain() const;     // 1 when nothing was compared
+  double mean_rel_rms() const;  // 0 when nothing was compared
 };
 
 }  // namespace runner

@@ -167,6 +167,11 @@ class CaseRunner {
   void check_kv_bookkeeping(CasePhase phase);
   void compare_prefill(const std::vector<float>& logits);
   void compare_decode(const std::vector<float>& logits, uint32_t step);
+  // Whether the golden greedy token is clear of its runner-up by more than the tie margin:
+  // only then does a disagreement count against the device.
+  bool decisive(const Comparison& c) const {
+    return c.golden_margin > s_.options.thresholds.tie_margin;
+  }
   void judge(CasePhase phase, const Comparison& comparison);
   void check_determinism(const std::vector<float>& first, const std::vector<float>& second);
   void fail(CasePhase phase, const std::string& message, bool with_diagnosis);
@@ -273,17 +278,34 @@ void CaseRunner::check_kv_bookkeeping(CasePhase phase) {
   }
 }
 
+nlohmann::json comparison_json(const char* phase, uint32_t step, const Comparison& c) {
+  return {{"phase", phase},
+          {"step", step},
+          {"cosine", c.cosine},
+          {"max_abs_error", c.max_abs_error},
+          {"gain", c.gain},
+          {"rel_rms", c.rel_rms},
+          {"top_k_overlap", c.top_k_overlap},
+          {"argmax", c.argmax},
+          {"golden_argmax", c.expected_argmax},
+          {"golden_margin", c.golden_margin}};
+}
+
 void CaseRunner::compare_prefill(const std::vector<float>& logits) {
   const Comparison c = runner::compare_prefill(logits, g_, top_k_);
+  r_.comparisons.push_back(comparison_json("prefill", 0, c));
   r_.prefill.add(c.cosine, c.max_abs_error, c.top_k_overlap);
-  r_.prefill.add_greedy(c.argmax == c.expected_argmax);
+  r_.prefill.add_bias(c.gain, c.rel_rms);
+  r_.prefill.add_greedy(c.argmax == c.expected_argmax, decisive(c));
   judge(CasePhase::prefill, c);
 }
 
 void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step) {
   const Comparison c = runner::compare_decode(logits, g_, step, top_k_);
+  r_.comparisons.push_back(comparison_json("decode", step, c));
   r_.decode.add(c.cosine, c.max_abs_error, c.top_k_overlap);
-  r_.decode.add_greedy(c.argmax == c.expected_argmax);
+  r_.decode.add_bias(c.gain, c.rel_rms);
+  r_.decode.add_greedy(c.argmax == c.expected_argmax, decisive(c));
   judge(CasePhase::decode, c);
 }
 
@@ -351,7 +373,11 @@ nlohmann::json CaseResult::to_json() const {
                           {"max_abs_error_max", m.max_abs_error_max},
                           {"top_k_overlap_min", m.top_k_overlap_min},
                           {"greedy_agree", m.greedy_agree},
-                          {"greedy_total", m.greedy_total}};
+                          {"greedy_total", m.greedy_total},
+                          {"near_ties", m.near_ties},
+                          {"near_tie_swaps", m.near_tie_swaps},
+                          {"mean_gain", m.mean_gain()},
+                          {"mean_rel_rms", m.mean_rel_rms()}};
   };
   return {{"name", name},
           {"prompt_len", prompt_len},
@@ -364,7 +390,8 @@ nlohmann::json CaseResult::to_json() const {
           {"free_running_total", free_total},
           {"wall_ms", {{"inputs", wall_ms[0]}, {"prefill", wall_ms[1]}, {"decode", wall_ms[2]}}},
           {"device_ms", device_ms},
-          {"readout_ms", readout_ms}};
+          {"readout_ms", readout_ms},
+          {"comparisons", comparisons}};
 }
 
 }  // namespace runner

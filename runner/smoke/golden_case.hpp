@@ -38,6 +38,9 @@ struct CaseResult {
   std::array<double, kCasePhases> wall_ms{};
   double device_ms = 0.0;   // job end - start on the device clock, summed
   double readout_ms = 0.0;  // D2H map plus layout and BF16->FP32 conversion, summed
+  // Every comparison with golden, in order: the data the gates are calibrated on
+  // (runner/README.md, "Calibration of the numeric gates").
+  nlohmann::json comparisons = nlohmann::json::array();
 
   nlohmann::json to_json() const;
 };

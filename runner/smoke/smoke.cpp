@@ -37,10 +37,11 @@ nlohmann::json context_json(const SmokeOptions& o) {
                         {"timeout_ms", o.timeout_ms},
                         {"min_cosine", o.thresholds.min_cosine},
                         {"min_top_k_overlap", o.thresholds.min_top_k_overlap},
-                        {"min_greedy", o.thresholds.min_greedy}};
-  if (o.thresholds.max_abs_error) {
-    doc["max_abs_error"] = *o.thresholds.max_abs_error;
-  }
+                        {"min_greedy", o.thresholds.min_greedy},
+                        {"max_abs_error", o.thresholds.max_abs_error},
+                        {"max_gain_bias", o.thresholds.max_gain_bias},
+                        {"max_mean_rel_rms", o.thresholds.max_mean_rel_rms},
+                        {"tie_margin", o.thresholds.tie_margin}};
   if (o.thresholds.min_free_greedy) {
     doc["min_free_greedy"] = *o.thresholds.min_free_greedy;
   }

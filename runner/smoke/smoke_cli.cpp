@@ -33,9 +33,23 @@ class SmokeCommand : public Command {
     app.add_option("--min-cosine", o.thresholds.min_cosine, "minimum logits cosine")
         ->check(CLI::Range(-1.0, 1.0))
         ->capture_default_str();
-    max_abs_ = app.add_option("--max-abs-error", o.thresholds.max_abs_error.emplace(),
-                              "maximum abs logits error at the golden top ids "
-                              "(default: reported, not gated)");
+    app.add_option("--max-abs-error", o.thresholds.max_abs_error,
+                   "maximum abs logits error at the golden top ids, per row")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--max-gain-bias", o.thresholds.max_gain_bias,
+                   "maximum |mean least-squares gain - 1| of the logits over the run")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--max-mean-rel-rms", o.thresholds.max_mean_rel_rms,
+                   "maximum mean relative RMS logits error of each phase")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--tie-margin", o.thresholds.tie_margin,
+                   "golden top-1 margin below which a greedy disagreement is a near-tie, not "
+                   "a miss")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
     app.add_option("--min-topk-overlap", o.thresholds.min_top_k_overlap, "minimum top-k overlap")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
@@ -61,7 +75,6 @@ class SmokeCommand : public Command {
 
   int run(int /*argc*/, char** /*argv*/) override {
     // The optional gates only count when given; CLI11 filled the emplaced values.
-    if (max_abs_->count() == 0) options_.thresholds.max_abs_error.reset();
     if (min_free_->count() == 0) options_.thresholds.min_free_greedy.reset();
     options_.bug = parse_bug(bug_);
     return run_smoke(options_);
@@ -70,7 +83,6 @@ class SmokeCommand : public Command {
  private:
   SmokeOptions options_;
   std::string bug_;
-  CLI::Option* max_abs_ = nullptr;
   CLI::Option* min_free_ = nullptr;
 };
 

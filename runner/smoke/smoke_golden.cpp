@@ -4,6 +4,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "runner/core/session.hpp"
 #include "runner/smoke/golden_case.hpp"
 
@@ -39,13 +41,31 @@ void judge_metrics(const char* phase, const MetricSummary& m, const Thresholds& 
   if (!(m.cosine_min >= t.min_cosine)) {
     step.fail(fmt::format("{} logits cosine min {:.6f} < {}", phase, m.cosine_min, t.min_cosine));
   }
-  if (t.max_abs_error && !(m.max_abs_error_max <= *t.max_abs_error)) {
+  if (!(m.max_abs_error_max <= t.max_abs_error)) {
     step.fail(
-        fmt::format("{} max abs error {:.5f} > {}", phase, m.max_abs_error_max, *t.max_abs_error));
+        fmt::format("{} max abs error {:.5f} > {}", phase, m.max_abs_error_max, t.max_abs_error));
   }
   if (!(m.top_k_overlap_min >= t.min_top_k_overlap)) {
     step.fail(fmt::format("{} top-k overlap min {:.3f} < {}", phase, m.top_k_overlap_min,
                           t.min_top_k_overlap));
+  }
+  if (!(m.mean_rel_rms() <= t.max_mean_rel_rms)) {
+    step.fail(
+        fmt::format("{} mean relative RMS error {:.5f} > {} (a systematic error: every "
+                    "row is off, not a few)",
+                    phase, m.mean_rel_rms(), t.max_mean_rel_rms));
+  }
+}
+
+// The run's gain over every comparison: a scale error (logits x 1.02, a wrong eps) moves it,
+// noise does not.
+void judge_gain(const MetricSummary& all, const Thresholds& t, StepResult& step) {
+  if (all.compared == 0) return;
+  if (!(std::abs(all.mean_gain() - 1.0) <= t.max_gain_bias)) {
+    step.fail(
+        fmt::format("mean logits gain {:.5f} over {} rows: |gain - 1| > {} (the device's "
+                    "logits are scaled against golden)",
+                    all.mean_gain(), all.compared, t.max_gain_bias));
   }
 }
 
@@ -55,20 +75,26 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& t, siz
   const double free_rate = totals.free_total == 0 ? 1.0
                                                   : static_cast<double>(totals.free_agreed) /
                                                         static_cast<double>(totals.free_total);
-  const bool max_abs_gated = t.max_abs_error.has_value();
   auto phase = [&](const MetricSummary& m) {
     return nlohmann::json{
         {"cosine_min", gate(m.cosine_min, t.min_cosine, true)},
-        {"max_abs_error_max",
-         gate(m.max_abs_error_max, t.max_abs_error.value_or(0.0), false, max_abs_gated)},
+        {"max_abs_error_max", gate(m.max_abs_error_max, t.max_abs_error, false)},
         {"top_k_overlap_min", gate(m.top_k_overlap_min, t.min_top_k_overlap, true)},
+        {"mean_rel_rms", gate(m.mean_rel_rms(), t.max_mean_rel_rms, false)},
+        {"rel_rms_max", m.rel_rms_max},
         {"compared", m.compared}};
   };
   nlohmann::json doc = phase(all);
+  doc.erase("mean_rel_rms");  // gated per phase
   doc["cases"] = cases;
+  doc["mean_gain"] = gate(std::abs(all.mean_gain() - 1.0), t.max_gain_bias, false);
+  doc["mean_gain"]["gain"] = all.mean_gain();
   doc["greedy_agreement"] = gate(all.greedy_rate(), t.min_greedy, true);
   doc["greedy_agreement"]["agreed"] = all.greedy_agree;
   doc["greedy_agreement"]["total"] = all.greedy_total;
+  doc["greedy_agreement"]["tie_margin"] = t.tie_margin;
+  doc["greedy_agreement"]["near_ties"] = all.near_ties;
+  doc["greedy_agreement"]["near_tie_swaps"] = all.near_tie_swaps;
   doc["free_running_agreement"] =
       gate(free_rate, t.min_free_greedy.value_or(0.0), true, t.min_free_greedy.has_value());
   doc["free_running_agreement"]["agreed_tokens"] = totals.free_agreed;
@@ -87,9 +113,13 @@ void judge_rates(const GoldenTotals& totals, const Thresholds& t, StepResult& st
   MetricSummary all = totals.prefill;
   all.merge(totals.decode);
   if (!(all.greedy_rate() >= t.min_greedy)) {
-    step.fail(fmt::format("greedy agreement {}/{} = {:.4f} < {}", all.greedy_agree,
-                          all.greedy_total, all.greedy_rate(), t.min_greedy));
+    step.fail(
+        fmt::format("greedy agreement {}/{} = {:.4f} < {} (rows whose golden top-1 leads "
+                    "by more than {}; {} near-ties, {} swapped)",
+                    all.greedy_agree, all.greedy_total, all.greedy_rate(), t.min_greedy,
+                    t.tie_margin, all.near_ties, all.near_tie_swaps));
   }
+  judge_gain(all, t, step);
   if (t.min_free_greedy && totals.free_total > 0) {
     const double rate =
         static_cast<double>(totals.free_agreed) / static_cast<double>(totals.free_total);
@@ -111,11 +141,11 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
                   totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
                   totals.prefill.top_k_overlap_min, totals.deterministic, names.size());
   steps[2].summary = fmt::format(
-      "{} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{}, "
-      "free-running {}/{}",
+      "{} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{} "
+      "(+{} near-ties, {} swapped), free-running {}/{}",
       totals.decode.compared, totals.decode.cosine_min, totals.decode.max_abs_error_max,
-      totals.decode.top_k_overlap_min, all.greedy_agree, all.greedy_total, totals.free_agreed,
-      totals.free_total);
+      totals.decode.top_k_overlap_min, all.greedy_agree, all.greedy_total, all.near_ties,
+      all.near_tie_swaps, totals.free_agreed, totals.free_total);
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ Status write_logits(const calbin::Model& model, TensorBytes& output,
 }
 
 Status run_functional(CalbinImage& image, const calbin::Model& model, const TensorBytes& input,
-                      TensorBytes& output, KvHandle& kv, const StepPlan& plan) {
+                      TensorBytes& output, KvHandle& kv, const StepPlan& plan,
+                      NumericsMutant mutant) {
   auto tokens = read_int32(model, input, calbin::TensorRole::kToken, "tokens", plan.cur);
   if (!tokens) {
     return tl::unexpected(tokens.error());
@@ -143,7 +144,7 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
     return valid;
   }
   kv.store.reserve_slots(plan.past + plan.cur);
-  const StepRequest request{*tokens, *positions, plan.past};
+  const StepRequest request{*tokens, *positions, plan.past, mutant};
   const std::vector<float> logits = run_step(*image.dims, image.weights, kv.store, request);
   return write_logits(model, output, logits);
 }
@@ -176,8 +177,8 @@ Status Device::begin_compute(Job& job) {
     return tl::unexpected(plan.error());
   }
   if (image.functional()) {
-    if (auto ran =
-            run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv, *plan);
+    if (auto ran = run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv, *plan,
+                                  config_.numerics_mutant);
         !ran) {
       return ran;
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "simdev/device/base/numerics_mutant.hpp"
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
@@ -20,7 +21,8 @@ struct StepRows {
 
 class Chiplet {
  public:
-  Chiplet(const ModelDims& dims, const ChipWeights& weights, ChipKv& kv);
+  Chiplet(const ModelDims& dims, const ChipWeights& weights, ChipKv& kv,
+          NumericsMutant mutant = NumericsMutant::none);
 
   // Projects q/k/v for every row, stores k/v at slots P + r, then attends for rows
   // [first_active, rows) and writes their partial o_proj output: [rows - first_active][H].
@@ -34,10 +36,18 @@ class Chiplet {
   void project(const Int8Matrix& w, const float* in, size_t rows, size_t in_dim, float* out);
   void store_kv(size_t layer, const StepRows& step);
   void stage_kv(size_t layer, size_t slot_count);
+  float eps() const {
+    return mutant_ == NumericsMutant::rms_eps ? dims_.rms_eps * 1e4f : dims_.rms_eps;
+  }
+  // q and k after their head norm and RoPE.
+  void norm_and_rope(float* head, const std::vector<float>& norm, bool ignore_norm,
+                     int32_t position);
 
   const ModelDims& dims_;
   const ChipWeights& weights_;
   ChipKv& kv_;
+  NumericsMutant mutant_;
+  std::vector<float> ones_;  // a norm weight of 1, for the *_norm_ignored mutants
   // Scratch, reused across layers to keep allocation out of the hot path.
   std::vector<float> normed_, q_, k_, v_, attn_, gate_, up_, scores_;
   std::vector<int8_t> quantized_;

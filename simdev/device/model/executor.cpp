@@ -44,7 +44,7 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
   std::vector<Chiplet> chiplets;
   chiplets.reserve(chips.size());
   for (size_t c = 0; c < chips.size(); ++c) {
-    chiplets.emplace_back(dims, chips[c], kv.chip(c));
+    chiplets.emplace_back(dims, chips[c], kv.chip(c), request.mutant);
   }
   std::vector<std::vector<float>> partials(chips.size(), std::vector<float>(rows * hidden));
   size_t live_rows = rows;  // rows whose residual stream is still needed
@@ -69,7 +69,12 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
   const float* last = &x[(live_rows - 1) * hidden];
   std::vector<float> logits(dims.vocab);
   for (size_t c = 0; c < chiplets.size(); ++c) {
-    chiplets[c].logits(last, &logits[c * dims.vocab_local()]);
+    const size_t half =
+        request.mutant == NumericsMutant::lm_head_swapped ? chips.size() - 1 - c : c;
+    chiplets[c].logits(last, &logits[half * dims.vocab_local()]);
+  }
+  if (request.mutant == NumericsMutant::logits_scale) {
+    for (float& v : logits) v *= 1.02f;
   }
   return logits;
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "simdev/device/base/numerics_mutant.hpp"
 #include "simdev/device/base/status.hpp"
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/kv_store.hpp"
@@ -15,9 +16,10 @@
 namespace simdev {
 
 struct StepRequest {
-  std::span<const int32_t> tokens;     // cur_seq_len valid tokens
-  std::span<const int32_t> positions;  // one per token
-  size_t past = 0;                     // past_kv_cur_seq_len
+  std::span<const int32_t> tokens;               // cur_seq_len valid tokens
+  std::span<const int32_t> positions;            // one per token
+  size_t past = 0;                               // past_kv_cur_seq_len
+  NumericsMutant mutant = NumericsMutant::none;  // test only
 };
 
 // Checks the token ids against the vocabulary (INVALID_ARGUMENT naming index and value).

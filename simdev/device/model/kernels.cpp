@@ -89,6 +89,20 @@ void rope_neox(float* head, size_t dim, int64_t position, double theta) {
   }
 }
 
+void rope_interleaved(float* head, size_t dim, int64_t position, double theta) {
+  for (size_t i = 0; i < dim / 2; ++i) {
+    const double inv_freq =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+    const double angle = static_cast<double>(position) * inv_freq;
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    const float x0 = head[2 * i];
+    const float x1 = head[2 * i + 1];
+    head[2 * i] = x0 * c - x1 * s;
+    head[2 * i + 1] = x0 * s + x1 * c;
+  }
+}
+
 void silu_mul(const float* gate, const float* up, float* out, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];

@@ -26,6 +26,8 @@ void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, 
 // NeoX rotary embedding of one head in place: pairs (i, i + dim/2) rotate by
 // position * theta^(-2i/dim). Angles are computed in double for long positions.
 void rope_neox(float* head, size_t dim, int64_t position, double theta);
+// RoPE over adjacent pairs (2i, 2i+1), the GPT-J convention: not the model's (a mutant).
+void rope_interleaved(float* head, size_t dim, int64_t position, double theta);
 
 // out[i] = silu(gate[i]) * up[i].
 void silu_mul(const float* gate, const float* up, float* out, size_t count);

@@ -36,6 +36,12 @@ void set_number(DeviceConfig& config, uint64_t value) {
   config.*Field = value;
 }
 uint64_t get_clock(const DeviceConfig& config) { return static_cast<uint64_t>(config.clock); }
+uint64_t get_mutant(const DeviceConfig& config) {
+  return static_cast<uint64_t>(config.numerics_mutant);
+}
+void set_mutant(DeviceConfig& config, uint64_t value) {
+  config.numerics_mutant = static_cast<NumericsMutant>(value);
+}
 void set_clock(DeviceConfig& config, uint64_t value) {
   config.clock = static_cast<ClockMode>(value);
 }
@@ -72,6 +78,10 @@ const std::array kParams = {
                                 "device time a job's compute may take before the device's "
                                 "watchdog ends it as TIMED_OUT (DEVICE_HUNG); a hung configure "
                                 "is stopped by it too"),
+    ParamSpec{"", "numerics_mutant", "", 0, 0, kNumericsMutantNames.size() - 1, kAssumed,
+              "TEST ONLY: a deliberate numeric defect (base/numerics_mutant.hpp) for the "
+              "smoke's negative controls; none on a real run",
+              kNumericsMutantNames, &get_mutant, &set_mutant},
     number<&C::chips>("chip", "chips", "chips", 2, 1, 8, kSpec,
                       "chiplets on the card (the reference card has two)"),
     number<&C::compute_cores>("chip", "compute_cores", "cores", 16, 1, kMaxCores, kAssumed,

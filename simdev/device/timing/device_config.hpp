@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "simdev/device/base/numerics_mutant.hpp"
 #include "simdev/device/base/status.hpp"
 
 namespace simdev {
@@ -43,6 +44,7 @@ struct DeviceConfig {
   uint64_t seed = 1;
   uint64_t default_timeout_ms = 30000;
   uint64_t job_watchdog_ms = 10000;
+  NumericsMutant numerics_mutant = NumericsMutant::none;  // test only
   // One chip (every chip of the card is alike).
   uint64_t chips = 2;
   uint64_t compute_cores = 16;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "runner/core/metrics.hpp"
@@ -156,6 +157,71 @@ TEST(MetricSummary, AggregatesAndKeepsNaN) {
   EXPECT_TRUE(std::isnan(m.cosine_min));  // a NaN must never look like a pass
   EXPECT_EQ(m.compared, 3u);
   EXPECT_DOUBLE_EQ(MetricSummary{}.greedy_rate(), 1.0);
+}
+
+TEST(Gain, SeesAScaleThatCosineCannot) {
+  const std::vector<float> golden = {1, -2, 3};
+  std::vector<float> scaled = golden;
+  for (float& v : scaled) v *= 1.5f;
+  EXPECT_NEAR(runner::cosine(scaled, golden), 1.0, 1e-12);
+  EXPECT_NEAR(runner::gain(scaled, golden), 1.5, 1e-12);
+  // (1,0,0) on (1,1,0): <a,e> = 1, <e,e> = 2.
+  const std::vector<float> a = {1, 0, 0};
+  const std::vector<float> e = {1, 1, 0};
+  EXPECT_NEAR(runner::gain(a, e), 0.5, 1e-12);
+  const std::vector<float> zero = {0, 0, 0};
+  EXPECT_TRUE(std::isnan(runner::gain(a, zero)));
+  const std::vector<float> shorter = {1, 2};
+  EXPECT_THROW((void)runner::gain(shorter, golden), std::invalid_argument);
+}
+
+TEST(RelativeRmsError, HandComputed) {
+  // ||(3,4) - (0,4)|| / ||(0,4)|| = 3 / 4.
+  const std::vector<float> a = {3, 4};
+  const std::vector<float> e = {0, 4};
+  EXPECT_NEAR(runner::relative_rms_error(a, e), 0.75, 1e-12);
+  EXPECT_EQ(runner::relative_rms_error(e, e), 0.0);
+  const std::vector<float> zero = {0, 0};
+  EXPECT_TRUE(std::isnan(runner::relative_rms_error(a, zero)));
+}
+
+TEST(MetricSummary, MeansOfGainAndErrorOverMergedPhases) {
+  MetricSummary prefill;
+  prefill.add(1.0, 0.0, 1.0);
+  prefill.add_bias(1.02, 0.01);
+  MetricSummary decode;
+  decode.add(1.0, 0.0, 1.0);
+  decode.add(1.0, 0.0, 1.0);
+  decode.add_bias(0.99, 0.02);
+  decode.add_bias(1.00, 0.03);
+  EXPECT_NEAR(decode.mean_gain(), 0.995, 1e-12);
+  EXPECT_NEAR(decode.mean_rel_rms(), 0.025, 1e-12);
+  prefill.merge(decode);
+  EXPECT_EQ(prefill.compared, 3u);
+  EXPECT_NEAR(prefill.mean_gain(), (1.02 + 0.99 + 1.00) / 3, 1e-12);
+  EXPECT_NEAR(prefill.rel_rms_max, 0.03, 1e-12);
+  EXPECT_DOUBLE_EQ(MetricSummary{}.mean_gain(), 1.0);
+  MetricSummary broken;
+  broken.add(1.0, 0.0, 1.0);
+  broken.add_bias(std::numeric_limits<double>::quiet_NaN(), 0.0);
+  EXPECT_TRUE(std::isnan(broken.mean_gain()));  // fails |gain - 1| <= bias, never passes it
+}
+
+TEST(MetricSummary, NearTiesAreCountedApartFromTheGreedyRate) {
+  MetricSummary m;
+  m.add_greedy(true);
+  m.add_greedy(false, /*decisive=*/false);
+  m.add_greedy(true, /*decisive=*/false);
+  EXPECT_EQ(m.greedy_total, 1u);
+  EXPECT_DOUBLE_EQ(m.greedy_rate(), 1.0);
+  EXPECT_EQ(m.near_ties, 2u);
+  EXPECT_EQ(m.near_tie_swaps, 1u);
+  MetricSummary other;
+  other.add_greedy(false);
+  other.add_greedy(false, false);
+  m.merge(other);
+  EXPECT_DOUBLE_EQ(m.greedy_rate(), 0.5);
+  EXPECT_EQ(m.near_tie_swaps, 2u);
 }
 
 }  // namespace

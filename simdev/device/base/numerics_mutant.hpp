@@ -1,0 +1,35 @@
+// Deliberate one-line numeric defects of the device: the negative controls of the smoke's
+// numeric gates (runner/README.md, "Calibration of the numeric gates"). Each is a mistake a
+// kernel or a compiler could make; the smoke must fail every one of them on every seed, and
+// pass the unmodified device. Test only: `numerics_mutant=NAME` in the device config.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace simdev {
+
+enum class NumericsMutant : uint8_t {
+  none,
+  logits_scale,      // logits x 1.02
+  q_norm_ignored,    // the q_norm weight not applied (plain RMS normalisation)
+  k_norm_ignored,    // the k_norm weight not applied
+  rope_interleaved,  // RoPE pairs (2i, 2i+1) instead of (i, i + D/2)
+  rope_theta,        // RoPE theta 100x too small
+  rms_eps,           // rms eps 1e4x too large
+  gqa_mapping,       // query head h reads KV head h % kv_heads instead of h / group
+  kv_slot_off,       // the KV of a token written one slot early (the last slot stays stale)
+  lm_head_swapped,   // the two chips' halves of the vocabulary swapped
+  act_per_tensor,    // activations quantised with one scale per tensor, not per token
+  attn_unscaled,     // attention scores not divided by sqrt(head_dim)
+  kv_truncated,      // the BF16 KV cache rounded by truncation instead of to nearest even
+  silu_as_relu,      // the MLP's SiLU computed as ReLU
+};
+
+inline constexpr std::array<std::string_view, 14> kNumericsMutantNames = {
+    "none",           "logits_scale",  "q_norm_ignored", "k_norm_ignored", "rope_interleaved",
+    "rope_theta",     "rms_eps",       "gqa_mapping",    "kv_slot_off",    "lm_head_swapped",
+    "act_per_tensor", "attn_unscaled", "kv_truncated",   "silu_as_relu"};
+
+}  // namespace simdev
