@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <memory>
 #include <vector>
 
@@ -16,6 +17,9 @@
 #include "runner/tools/tools_cli.hpp"
 
 int main(int argc, char** argv) {
+  // Past a file-size limit a write must fail with EFBIG, and the report writer clean up,
+  // instead of the process dying half-way through a report.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"calrt: the standalone runner for the CalRT runtime of the Calculet NPU"};
   app.require_subcommand(1);
   bool verbose = false;

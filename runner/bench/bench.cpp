@@ -37,23 +37,6 @@ const char* to_string(HostTimeMode mode) { return mode == HostTimeMode::model ? 
 
 namespace {
 
-// "--json 'x': why", or empty when the path can be written.
-std::string check_output_path(const char* flag, const std::filesystem::path& path) {
-  if (path.empty()) {
-    return {};
-  }
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    return fmt::format("{} '{}': is a directory", flag, path.string());
-  }
-  const std::filesystem::path parent = path.parent_path();
-  if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
-    return fmt::format("{} '{}': directory '{}' does not exist", flag, path.string(),
-                       parent.string());
-  }
-  return {};
-}
-
 bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
   if (a.empty() || b.empty()) {
     return false;
@@ -186,7 +169,8 @@ std::string validate(const BenchOptions& o) {
   }
   for (const auto& [flag, path] :
        {std::pair{"--json", o.json}, std::pair{"--csv", o.csv}, std::pair{"--trace", o.trace}}) {
-    if (std::string problem = check_output_path(flag, path); !problem.empty()) {
+    if (path.empty()) continue;  // not asked for
+    if (std::string problem = check_output_path(flag, path, o.calbin); !problem.empty()) {
       return problem;
     }
   }

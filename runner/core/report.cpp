@@ -94,28 +94,4 @@ std::string write_json_file(const std::filesystem::path& path, const nlohmann::j
                          doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
 }
 
-std::string write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path temporary = path;
-  temporary += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
-    if (!stream) {
-      return "cannot create " + temporary.string() + ": " + std::strerror(errno);
-    }
-    stream.write(text.data(), static_cast<std::streamsize>(text.size()));
-    stream.flush();
-    if (!stream) {
-      return "cannot write " + temporary.string();
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    const std::string reason = error.message();
-    std::filesystem::remove(temporary, error);
-    return "cannot rename into " + path.string() + ": " + reason;
-  }
-  return {};
-}
-
 }  // namespace runner

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/core/output_file.hpp"
+
 namespace runner {
 
 enum class StepStatus { pass, fail, skip };
@@ -50,11 +52,9 @@ void print_step(std::FILE* out, const StepResult& step);
 // "smoke PASS: 8/8 steps passed" plus the report's summary lines.
 void print_summary(std::FILE* out, const Report& report);
 
-// Writes `doc` to `path` atomically: a temporary file next to it, then rename, so a reader
-// never sees half a report. Returns an empty string on success, else why it failed.
+// Writes `doc` to `path` as write_text_file() (output_file.hpp) does. Returns an empty string
+// on success, else why it failed, naming the path.
 std::string write_json_file(const std::filesystem::path& path, const nlohmann::json& doc);
-// The same for any text (CSV, Chrome trace): empty on success, else why, naming the file.
-std::string write_text_file(const std::filesystem::path& path, const std::string& text);
 
 // Wall-clock milliseconds since construction (steady clock).
 class Stopwatch {

@@ -139,6 +139,14 @@ int run_smoke(const SmokeOptions& options) {
   report.context = context_json(options);
   try {
     Session s(options);
+    if (options.json) {
+      // Checked first: a run must not end in a report it cannot write.
+      if (std::string problem = check_output_path("--json", *options.json, options.calbin);
+          !problem.empty()) {
+        std::fprintf(stderr, "calrt smoke: bad input: %s\n", problem.c_str());
+        return kExitUsage;
+      }
+    }
     try {
       s.device_spec = parse_device(options.device, options.device_kind, options.device_index,
                                    options.device_config);

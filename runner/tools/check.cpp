@@ -52,6 +52,13 @@ int run_check(const CheckCommandOptions& options) {
     }
     return kExitPass;
   }
+  if (!options.json.empty()) {
+    if (std::string problem = check_output_path("--json", options.json, options.calbin);
+        !problem.empty()) {
+      std::fprintf(stderr, "calrt check: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+  }
   calbin::CheckOptions check_options;
   check_options.calbin_dir = options.calbin;
   if (!options.service_manifest.empty()) {

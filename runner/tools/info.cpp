@@ -71,6 +71,12 @@ void describe_device(const calrt::Device& device, const DeviceSpec& spec, nlohma
 int run_info(const InfoOptions& options) {
   nlohmann::json doc = {{"tool", "calrt"}, {"command", "info"}, {"device", options.device}};
   int exit_code = kExitPass;
+  if (options.json) {
+    if (std::string problem = check_output_path("--json", *options.json); !problem.empty()) {
+      std::fprintf(stderr, "calrt info: bad input: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+  }
   try {
     calrt::Api api;
     DeviceSpec spec;

@@ -151,6 +151,13 @@ void print_memory_map(const calbin::Manifest& m, uint64_t usable, json& out) {
 }  // namespace
 
 int run_inspect(const InspectOptions& options) {
+  if (!options.json.empty()) {
+    if (std::string problem = check_output_path("--json", options.json, options.calbin);
+        !problem.empty()) {
+      std::fprintf(stderr, "calrt inspect: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+  }
   auto manifest = calbin::read_manifest(options.calbin);
   if (!manifest) {
     std::fprintf(stderr, "calrt inspect: %s\n", manifest.error().to_string().c_str());

@@ -153,6 +153,13 @@ void print_s8_v(const calbin::CapacityPlan& plan, json& doc) {
 }  // namespace
 
 int run_plan(const PlanOptions& options) {
+  if (!options.json.empty()) {
+    if (std::string problem = check_output_path("--json", options.json, options.calbin);
+        !problem.empty()) {
+      std::fprintf(stderr, "calrt plan: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+  }
   auto plan = make_plan(options);
   if (!plan) {
     std::fprintf(stderr, "calrt plan: %s\n", plan.error().to_string().c_str());

@@ -164,4 +164,27 @@ TEST_F(StaticCommands, InspectOfAMissingCalbinIsBadInput) {
   EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
 }
 
+// A report never replaces the calbin it describes, and "-" is standard output.
+TEST_F(StaticCommands, ReportPathsInsideTheCalbinAreRefusedAndDashIsStdout) {
+  const std::string manifest_before = [] {
+    std::ifstream in(kTiny / "manifest.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  for (const std::string command : {"check", "inspect", "plan"}) {
+    const CalrtRun run =
+        run_calrt(command + " " + quoted(kTiny) + " --json " + quoted(kTiny / "manifest.json"));
+    EXPECT_EQ(run.exit_code, 2) << command << ": " << run.output;
+    EXPECT_NE(run.output.find("inside the calbin"), std::string::npos) << run.output;
+  }
+  std::ifstream in(kTiny / "manifest.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), manifest_before);
+
+  const CalrtRun plan = run_calrt("plan " + quoted(kTiny) + " --json -");
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  const size_t brace = plan.output.find("\n{");
+  ASSERT_NE(brace, std::string::npos) << plan.output;
+  EXPECT_EQ(json::parse(plan.output.substr(brace + 1))["command"], "plan");
+  EXPECT_FALSE(fs::exists("-"));
+}
+
 }  // namespace
