@@ -110,6 +110,18 @@ inline Api load_runtime(const std::filesystem::path& path) {
   const std::string origin = path.string();
   // dlopen searches the library path for a name without '/'; a path is what is meant here.
   const std::string open_name = origin.find('/') == std::string::npos ? "./" + origin : origin;
+  // dlopen reads whatever the path names: a FIFO would block it forever, a device node
+  // would be read without end. Only a regular file (through any symlinks) can be a library.
+  {
+    std::error_code error;
+    const auto status = std::filesystem::status(open_name, error);
+    if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+      throw LoadError(LoadErrorKind::open_failed, origin,
+                      std::filesystem::is_directory(status)
+                          ? "a directory, not a shared library"
+                          : "not a regular file (a FIFO, socket or device), not a shared library");
+    }
+  }
   dlerror();
   // RTLD_NODELETE: a runtime is never unmapped once loaded. Its static state (threads,
   // registries) may outlive the last handle, and unmapping it would turn that state into

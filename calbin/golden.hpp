@@ -45,6 +45,9 @@ inline constexpr std::string_view kGoldenIndexName = "golden.json";
 
 // Reads <dir>/golden.json and every array it names, checking each shape against the case.
 Result<GoldenSet> read_golden(const std::filesystem::path& dir);
+// The same for an index of any name (a manifest's golden.index); arrays are relative to its
+// directory.
+Result<GoldenSet> read_golden_index(const std::filesystem::path& index_path);
 // Writes <dir>/golden.json and the arrays; returns the written file names relative to dir.
 Result<std::vector<std::string>> write_golden(const std::filesystem::path& dir,
                                               const GoldenSet& set);

@@ -135,7 +135,11 @@ Result<void> load_case(const fs::path& dir, const std::string& label, const Gold
 }  // namespace
 
 Result<GoldenSet> read_golden(const fs::path& dir) {
-  const fs::path index_path = dir / kGoldenIndexName;
+  return read_golden_index(dir / kGoldenIndexName);
+}
+
+Result<GoldenSet> read_golden_index(const fs::path& index_path) {
+  const fs::path dir = index_path.parent_path();
   const std::string label = index_path.string();
   Result<std::string> text = detail::read_file_bounded(index_path, kMaxManifestBytes);
   if (!text) {

@@ -1,8 +1,32 @@
 #include "runner/core/command_line.hpp"
 
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
 #include "runner/core/device_select.hpp"
 
 namespace runner {
+
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string range = fmt::format("[{}, {}]", lo, hi);
+  return CLI::Validator(
+      [lo, hi, range](const std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size()) {
+          return "'" + text + "' is not a number";
+        }
+        if (!std::isfinite(value) || errno == ERANGE || value < lo || value > hi) {
+          return "'" + text + "' is outside " + range + " (finite numbers only)";
+        }
+        return {};
+      },
+      "FLOAT in " + range);
+}
 
 void add_device_options(CLI::App& app, const DeviceFlags& flags) {
   app.add_option("--device", *flags.device,

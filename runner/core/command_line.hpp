@@ -43,6 +43,11 @@ struct DeviceFlags {
   std::string* config;
 };
 
+// A floating-point option in [lo, hi]. NaN and the infinities are refused: CLI11's Range lets
+// NaN through, and a NaN threshold or size would turn every later comparison or cast into
+// a wrong verdict.
+CLI::Validator finite_range(double lo, double hi);
+
 // --device, --device-kind, --device-index, --device-config and --record.
 void add_device_options(CLI::App& app, const DeviceFlags& flags);
 

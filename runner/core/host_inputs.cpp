@@ -37,10 +37,12 @@ std::string check_tensor_sizes(const std::filesystem::path& calbin_dir,
   return {};
 }
 
-tl::expected<std::filesystem::path, std::string> golden_dir_of(const SmokeOptions& options,
-                                                               const calbin::Manifest& manifest) {
+// The golden index to read: --golden DIR's golden.json, else the file the manifest names
+// (golden.index), whatever its name.
+tl::expected<std::filesystem::path, std::string> golden_index_of(const SmokeOptions& options,
+                                                                 const calbin::Manifest& manifest) {
   if (options.golden) {
-    return *options.golden;
+    return *options.golden / calbin::kGoldenIndexName;
   }
   if (!manifest.golden || manifest.golden->index.empty()) {
     return Unexpected((options.calbin / calbin::kManifestFileName).string() +
@@ -50,7 +52,7 @@ tl::expected<std::filesystem::path, std::string> golden_dir_of(const SmokeOption
   if (!index) {
     return Unexpected(index.error().to_string());
   }
-  return index->parent_path();
+  return *index;
 }
 
 // Resolves --cases against the golden set: "short", "all" or a comma-separated list of
@@ -109,22 +111,21 @@ tl::expected<HostInputs, std::string> load_host_inputs(const SmokeOptions& optio
   if (std::string bad = check_tensor_sizes(options.calbin, inputs.manifest); !bad.empty()) {
     return Unexpected(bad);
   }
-  auto dir = golden_dir_of(options, inputs.manifest);
-  if (!dir) {
-    return Unexpected(dir.error());
+  auto index = golden_index_of(options, inputs.manifest);
+  if (!index) {
+    return Unexpected(index.error());
   }
-  inputs.golden_dir = *dir;
+  inputs.golden_dir = index->parent_path();
   if (!std::filesystem::is_directory(inputs.golden_dir, error)) {
     return Unexpected(inputs.golden_dir.string() + ": golden directory does not exist");
   }
-  auto golden = calbin::read_golden(inputs.golden_dir);
+  auto golden = calbin::read_golden_index(*index);
   if (!golden) {
     return Unexpected(golden.error().to_string());
   }
   inputs.golden = std::move(*golden);
   if (inputs.golden.vocab != inputs.manifest.llm.vocab) {
-    return Unexpected((inputs.golden_dir / calbin::kGoldenIndexName).string() +
-                      ": vocab: " + std::to_string(inputs.golden.vocab) +
+    return Unexpected(index->string() + ": vocab: " + std::to_string(inputs.golden.vocab) +
                       " differs from the calbin's " + std::to_string(inputs.manifest.llm.vocab));
   }
   auto cases = select_cases(options.cases, inputs.golden, inputs.golden_dir);

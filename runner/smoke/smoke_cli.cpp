@@ -31,36 +31,36 @@ class SmokeCommand : public Command {
                    "exact decode model name (default: the calbin's only decode model)");
     app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
     app.add_option("--min-cosine", o.thresholds.min_cosine, "minimum logits cosine")
-        ->check(CLI::Range(-1.0, 1.0))
+        ->check(finite_range(-1.0, 1.0))
         ->capture_default_str();
     app.add_option("--max-abs-error", o.thresholds.max_abs_error,
                    "maximum abs logits error at the golden top ids, per row")
-        ->check(CLI::NonNegativeNumber)
+        ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
     app.add_option("--max-gain-bias", o.thresholds.max_gain_bias,
                    "maximum |mean least-squares gain - 1| of the logits over the run")
-        ->check(CLI::NonNegativeNumber)
+        ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
     app.add_option("--max-mean-rel-rms", o.thresholds.max_mean_rel_rms,
                    "maximum mean relative RMS logits error of each phase")
-        ->check(CLI::NonNegativeNumber)
+        ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
     app.add_option("--tie-margin", o.thresholds.tie_margin,
                    "golden top-1 margin below which a greedy disagreement is a near-tie, not "
                    "a miss")
-        ->check(CLI::NonNegativeNumber)
+        ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
     app.add_option("--min-topk-overlap", o.thresholds.min_top_k_overlap, "minimum top-k overlap")
-        ->check(CLI::Range(0.0, 1.0))
+        ->check(finite_range(0.0, 1.0))
         ->capture_default_str();
     app.add_option("--min-greedy", o.thresholds.min_greedy,
                    "minimum teacher-forced greedy agreement rate")
-        ->check(CLI::Range(0.0, 1.0))
+        ->check(finite_range(0.0, 1.0))
         ->capture_default_str();
     min_free_ = app.add_option("--min-free-greedy", o.thresholds.min_free_greedy.emplace(),
                                "minimum free-running agreed-prefix rate (default: reported, "
                                "not gated)")
-                    ->check(CLI::Range(0.0, 1.0));
+                    ->check(finite_range(0.0, 1.0));
     app.add_option("--timeout-ms", o.timeout_ms,
                    "bound of every device wait (device time for the simulator)")
         ->check(CLI::PositiveNumber)

@@ -41,7 +41,7 @@ class CheckCommand : public Command {
     app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
     app.add_option("--usable-gib", o.usable_gib_per_chip,
                    "physical usable memory per chip for the capacity inequality")
-        ->check(CLI::PositiveNumber)
+        ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
         ->capture_default_str();
     app.add_flag("--list", o.list, "list every check and exit");
     app.footer("Exit codes: 0 no check failed; 1 a check failed; 2 usage error.");
@@ -67,7 +67,7 @@ class InspectCommand : public Command {
     app_->add_option("--json", options_.json, "write the JSON report to this file (atomically)");
     app_->add_option("--usable-gib", options_.usable_gib_per_chip,
                      "usable memory per chip for the map")
-        ->check(CLI::PositiveNumber)
+        ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
         ->capture_default_str();
   }
   int run(int /*argc*/, char** /*argv*/) override { return run_inspect(options_); }
@@ -93,12 +93,16 @@ class PlanCommand : public Command {
     given_["chips"] = app.add_option("--chips", chips_, "chips the KV heads are split over");
     given_["k_dtype"] = app.add_option("--k-dtype", k_dtype_, "K cache dtype (bf16, int8, ...)");
     given_["v_dtype"] = app.add_option("--v-dtype", v_dtype_, "V cache dtype (bf16, int8, ...)");
-    app.add_option("--params-gib", o.params_gib_per_chip, "parameters per chip (flags only)");
-    app.add_option("--workspace-mib", o.workspace_mib, "peak workspace per chip (flags only)");
-    app.add_option("--io-mib", o.io_mib, "I/O and command buffers per chip (flags only)");
-    app.add_option("--guard-mib", o.guard_mib, "allocator guard per chip (flags only)");
+    app.add_option("--params-gib", o.params_gib_per_chip, "parameters per chip (flags only)")
+        ->check(finite_range(0.0, 1024.0 * 1024));
+    app.add_option("--workspace-mib", o.workspace_mib, "peak workspace per chip (flags only)")
+        ->check(finite_range(0.0, 1024.0 * 1024 * 1024));
+    app.add_option("--io-mib", o.io_mib, "I/O and command buffers per chip (flags only)")
+        ->check(finite_range(0.0, 1024.0 * 1024 * 1024));
+    app.add_option("--guard-mib", o.guard_mib, "allocator guard per chip (flags only)")
+        ->check(finite_range(0.0, 1024.0 * 1024 * 1024));
     app.add_option("--usable-gib", o.usable_gib_per_chip, "physical usable memory per chip")
-        ->check(CLI::PositiveNumber)
+        ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
         ->capture_default_str();
     app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
     app.footer("Exit codes: 0 it fits on every chip; 1 it does not; 2 usage or bad input.");

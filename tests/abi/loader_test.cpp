@@ -1,7 +1,10 @@
 // The loader (abi/calrt_loader.hpp): each way a runtime library can be wrong gives a typed
 // LoadError naming the path; the simulator's library loads and works.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "abi/calrt_loader.hpp"
@@ -29,6 +32,21 @@ TEST(Loader, MissingFile) {
 
 TEST(Loader, NotASharedLibrary) {
   expect_load_error(CALRT_TEST_NOT_A_LIBRARY, calrt::LoadErrorKind::open_failed, "");
+}
+
+// A FIFO would block dlopen forever (nobody writes it); a directory or a device is no
+// library either. Each is refused before dlopen, at once.
+TEST(Loader, SpecialFilesAreRefusedBeforeDlopen) {
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() / ("calrt_loader_fifo_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_load_error(fifo, calrt::LoadErrorKind::open_failed, "not a regular file");
+  std::filesystem::remove(fifo);
+  expect_load_error("/dev/zero", calrt::LoadErrorKind::open_failed, "not a regular file");
+  expect_load_error(std::filesystem::temp_directory_path().string(),
+                    calrt::LoadErrorKind::open_failed, "a directory");
 }
 
 TEST(Loader, LibraryWithoutTheEntryPoint) {

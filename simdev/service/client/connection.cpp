@@ -54,6 +54,12 @@ Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadli
     }
     const std::string host = rest.substr(0, colon);
     const std::string port = rest.substr(colon + 1);
+    // getaddrinfo takes 107777 and connects to 107777 mod 65536: check the range first.
+    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) < 1 || std::stoul(port) > 65535) {
+      return fail(CALRT_INVALID_ARGUMENT, "service endpoint '" + endpoint + "': port '" + port +
+                                              "' is not a number in 1..65535");
+    }
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;

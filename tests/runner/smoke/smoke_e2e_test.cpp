@@ -186,6 +186,23 @@ std::vector<BadInput> bad_inputs() {
          return quoted(c);
        },
        {"golden/", "missing"}},
+      // The manifest's golden.index is the file read, whatever its name: a named index that
+      // does not exist, or one that disagrees with the calbin, is bad input.
+      {"golden_index_named_missing",
+       [](const fs::path& c, const fs::path&) {
+         edit_manifest(c, [](nlohmann::json& m) { m["golden"]["index"] = "golden/other.json"; });
+         return quoted(c);
+       },
+       {"other.json"}},
+      {"golden_index_named_other_vocab",
+       [](const fs::path& c, const fs::path&) {
+         nlohmann::json index = read_json(c / "golden" / "golden.json");
+         index["vocab"] = index["vocab"].get<int64_t>() + 1;
+         std::ofstream(c / "golden" / "other.json") << index.dump(2);
+         edit_manifest(c, [](nlohmann::json& m) { m["golden"]["index"] = "golden/other.json"; });
+         return quoted(c);
+       },
+       {"1001", "vocab"}},
       {"golden_option_missing",
        [](const fs::path& c, const fs::path& s) {
          return quoted(c) + " --golden " + quoted(s / "no_golden");

@@ -187,4 +187,21 @@ TEST_F(StaticCommands, ReportPathsInsideTheCalbinAreRefusedAndDashIsStdout) {
   EXPECT_FALSE(fs::exists("-"));
 }
 
+// Numbers that a double->uint64 cast would turn into a wrong verdict are refused as usage
+// errors: NaN, infinities, negatives and sizes beyond any device.
+TEST_F(StaticCommands, NonFiniteAndOutOfRangeNumbersAreUsageErrors) {
+  const std::string tiny = quoted(kTiny);
+  for (const std::string& args : std::vector<std::string>{
+           "check " + tiny + " --usable-gib 1e300", "check " + tiny + " --usable-gib nan",
+           "inspect " + tiny + " --usable-gib inf",
+           std::string("plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960 --params-gib "
+                       "17179869184"),
+           std::string(
+               "plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960 --params-gib -5"),
+           "smoke " + tiny + " --min-cosine nan", "smoke " + tiny + " --max-abs-error -1"}) {
+    const CalrtRun run = run_calrt(args);
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+  }
+}
+
 }  // namespace

@@ -256,4 +256,17 @@ TEST_F(ClientTest, NoDaemonIsDeviceLost) {
   EXPECT_EQ(code_of(table(), table()->Device_Create(&args)), CALRT_INVALID_ARGUMENT);
 }
 
+// getaddrinfo would take port 107777 and connect to 107777 mod 65536 (42241).
+TEST_F(ClientTest, TcpPortsOutsideTheirRangeAreInvalid) {
+  for (const std::string port : {"107777", "0", "65536", "-1", "12ab"}) {
+    const std::string config = "service.endpoint=tcp:127.0.0.1:" + port;
+    Calrt_Device_Create_Args args{};
+    args.struct_size = CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE;
+    args.kind = CALRT_DEVICE_SIM;
+    args.config = config.c_str();
+    EXPECT_EQ(code_of(table(), table()->Device_Create(&args)), CALRT_INVALID_ARGUMENT) << port;
+    EXPECT_EQ(args.device, nullptr);
+  }
+}
+
 }  // namespace
