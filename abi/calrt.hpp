@@ -193,6 +193,14 @@ class Error : public std::runtime_error {
   std::string message_;
 };
 
+// An entry the runtime's table does not reach: the runtime implements an older minor
+// version of calrt.h, which calrt.h allows. Still UNIMPLEMENTED, so that catching Error
+// keeps working; callers that must tell "older minor" from "declined" catch this first.
+class EntryBeyondTable : public Error {
+ public:
+  using Error::Error;
+};
+
 // ---------------------------------------------------------------------------------------
 // Timeouts. A std::chrono duration; zero is the runtime's bounded default
 // (CALRT_TIMEOUT_DEFAULT), duration::max() is an explicit infinite wait. There is no
@@ -336,9 +344,9 @@ class Api {
       throw Error(CALRT_UNIMPLEMENTED, function, "no runtime table (empty calrt::Api)");
     }
     if (offset + sizeof(Fn*) > table_->struct_size) {
-      throw Error(CALRT_UNIMPLEMENTED, function,
-                  "not provided by the runtime: its table's struct_size " +
-                      std::to_string(table_->struct_size) + " ends before this entry");
+      throw EntryBeyondTable(CALRT_UNIMPLEMENTED, function,
+                             "not provided by the runtime: its table's struct_size " +
+                                 std::to_string(table_->struct_size) + " ends before this entry");
     }
     Fn* fn = nullptr;
     std::memcpy(&fn, reinterpret_cast<const char*>(table_.get()) + offset, sizeof(fn));

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace runner {
@@ -23,6 +24,9 @@ struct JunitSuite {
 };
 
 // The document: <testsuites name=...> with per-suite and total tests/failures/skipped/time.
+// Text as XML 1.0 can hold it: control bytes as \xNN, invalid UTF-8 as U+FFFD.
+std::string xml_safe(std::string_view text);
+
 std::string junit_xml(const std::string& name, const std::vector<JunitSuite>& suites);
 
 // Writes the document atomically (report.hpp); empty on success, else why, naming the file.

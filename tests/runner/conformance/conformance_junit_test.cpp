@@ -50,4 +50,24 @@ TEST(ConformanceJunit, VerdictsBecomeElementsWithTheirReasons) {
   EXPECT_STREQ(failure->Attribute("message"), "got <OK> & \"success\"");
 }
 
+// A runtime's message may hold control bytes and invalid UTF-8, which XML 1.0 cannot: the
+// report shows them escaped, so that strict parsers (JUnit consumers, xmllint) accept it.
+TEST(ConformanceJunit, ControlBytesAndInvalidUtf8AreEscaped) {
+  const std::string reason = std::string("bell\x07 nul") + '\0' + " bad\xff utf8 \xc3\xa9 ok";
+  const std::vector<ClauseResult> results = {
+      {"ERR.3", "messages", ClauseResult::Verdict::fail, reason, 0.1}};
+  const std::string xml =
+      runner::junit_xml("calrt conformance", runner::conformance_junit_suites(results));
+  for (const char c : xml) {
+    const auto byte = static_cast<unsigned char>(c);
+    EXPECT_FALSE(byte < 0x20 && c != '\n' && c != '\t' && c != '\r')
+        << "raw control byte " << int{byte};
+    EXPECT_NE(byte, 0xffu) << "raw invalid UTF-8 byte";
+  }
+  EXPECT_NE(xml.find("bell\\x07 nul\\x00 bad\xEF\xBF\xBD utf8 \xc3\xa9 ok"), std::string::npos)
+      << xml;
+  tinyxml2::XMLDocument doc;
+  EXPECT_EQ(doc.Parse(xml.c_str()), tinyxml2::XML_SUCCESS) << xml;
+}
+
 }  // namespace

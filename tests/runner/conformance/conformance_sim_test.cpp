@@ -1,6 +1,8 @@
 // The simulator passes every clause, in process and through libcalrt_sim.so, with no skip
 // (it offers every extension the clauses use); a runtime that gets a clause wrong, or throws,
 // fails that clause and leaves the process and the other clauses alone.
+#include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -111,6 +113,33 @@ TEST(ConformanceSim, BrokenRuntimeFailsItsClausesNotTheProcess) {
   ASSERT_EQ(cal.size(), 1u);
   EXPECT_EQ(cal[0].verdict, ClauseResult::Verdict::fail);
   EXPECT_NE(cal[0].reason.find("GetModel threw"), std::string::npos) << cal[0].reason;
+}
+
+// calrt.h lets a runtime of an older minor version end its table before Kv_Capacity: the
+// clauses that need it skip, naming it, and THR.2 (which calls it while another thread
+// waits) neither fails nor takes the process down.
+TEST(ConformanceSim, AnOlderTableWithoutKvCapacitySkipsWhatNeedsIt) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api sim = runner::open_runtime(spec);
+  static CalrtApi older;
+  const calrt::Api api =
+      mutated(sim, older, [](CalrtApi& t) { t.struct_size = offsetof(CalrtApi, Kv_Capacity); });
+  const std::vector<ClauseResult> results =
+      runner::run_conformance(api, spec, options({"THR", "KV"}));
+  size_t skipped = 0;
+  for (const ClauseResult& r : results) {
+    EXPECT_NE(r.verdict, ClauseResult::Verdict::fail) << r.id << ": " << r.reason;
+    if (r.verdict == ClauseResult::Verdict::skip) {
+      EXPECT_NE(r.reason.find("Kv_Capacity"), std::string::npos) << r.id << ": " << r.reason;
+      EXPECT_NE(r.reason.find("older minor"), std::string::npos) << r.id << ": " << r.reason;
+      ++skipped;
+    }
+  }
+  EXPECT_GT(skipped, 0u);
+  const auto thr2 = std::find_if(results.begin(), results.end(),
+                                 [](const ClauseResult& r) { return r.id == "THR.2"; });
+  ASSERT_NE(thr2, results.end());
+  EXPECT_EQ(thr2->verdict, ClauseResult::Verdict::skip) << thr2->reason;
 }
 
 }  // namespace
