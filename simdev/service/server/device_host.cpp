@@ -100,8 +100,19 @@ DeviceHost::~DeviceHost() { destroy_now(); }
 tl::expected<CalrtDevice*, Failure> DeviceHost::attach(
     uint32_t kind_raw, uint32_t index, const std::optional<std::string>& client_config,
     uint64_t timeout_ns) {
-  const ConfigEntries merged =
-      merge_config(daemon_config_, parse_config(client_config.value_or(std::string())));
+  const ConfigEntries client = parse_config(client_config.value_or(std::string()));
+  for (const auto& [key, value] : client) {
+    // The daemon reads files with its own rights, for whoever connects: a client's config
+    // file would let any local user probe and read files it cannot (its contents end up in
+    // the error message). Config files come from the daemon's --device-config only.
+    if (key == "config") {
+      return tl::unexpected(
+          Failure{CALRT_INVALID_ARGUMENT,
+                  "Device_Create: the key 'config' (a device config file) is not accepted over the "
+                  "service; the daemon reads config files from its own --device-config only"});
+    }
+  }
+  const ConfigEntries merged = merge_config(daemon_config_, client);
   const std::string config = join_config(merged);
   const std::string canon = canonical(merged);
   if (device_ != nullptr) {
@@ -112,10 +123,13 @@ tl::expected<CalrtDevice*, Failure> DeviceHost::attach(
                           std::to_string(kind_raw) + " index " + std::to_string(index)});
     }
     if (canon != canonical_) {
+      // Only this client's own config is echoed: the shared one belongs to other sessions and
+      // may hold their paths.
       return tl::unexpected(
-          Failure{CALRT_BUSY, "Device_Create: the shared device runs with config '" + config_ +
-                                  "'; this client asks for config '" + config +
-                                  "' (another config needs the device to itself)"});
+          Failure{CALRT_BUSY,
+                  "Device_Create: the shared device runs with another session's config; "
+                  "this client asks for config '" +
+                      config + "' (another config needs the device to itself)"});
     }
     ++users_;
     return device_;

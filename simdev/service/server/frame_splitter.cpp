@@ -24,6 +24,12 @@ tl::expected<std::optional<Frame>, std::string> FrameSplitter::next() {
       error_ = header.error();
       return tl::unexpected(error_);
     }
+    if (header->payload_bytes() > payload_limit_) {
+      error_ = "a payload of " + std::to_string(header->payload_bytes()) +
+               " bytes exceeds the limit of " + std::to_string(payload_limit_) +
+               " bytes at this stage";
+      return tl::unexpected(error_);
+    }
     header_ = *header;
   }
   const size_t payload_bytes = header_->payload_bytes();

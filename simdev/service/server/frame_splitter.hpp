@@ -30,8 +30,12 @@ class FrameSplitter {
   tl::expected<std::optional<Frame>, std::string> next();
   // Bytes received but not yet returned as a frame (a truncated frame at close).
   size_t pending_bytes() const { return buffer_.size() - consumed_; }
+  // The largest payload accepted from now on, below the protocol's own limit: a peer that has
+  // not said hello gets a few KiB, not the 64 MiB a session may send.
+  void set_payload_limit(size_t bytes) { payload_limit_ = bytes; }
 
  private:
+  size_t payload_limit_ = SIZE_MAX;
   std::vector<uint8_t> buffer_;
   size_t consumed_ = 0;
   std::optional<FrameHeader> header_;

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -174,8 +175,13 @@ class Server {
     auto socket = std::make_shared<Session::Socket>(io_);
     unix_acceptor_.async_accept(*socket, [this, socket](std::error_code ec) {
       if (ec == asio::error::operation_aborted || shutting_down_) return;
-      if (!ec) admit(std::move(*socket), "unix");
-      accept_unix();
+      if (!ec) {
+        accept_backoff_ = {};
+        admit(std::move(*socket), "unix");
+        accept_unix();
+        return;
+      }
+      after_accept_error("unix", ec, [this] { accept_unix(); });
     });
   }
 
@@ -183,8 +189,31 @@ class Server {
     auto socket = std::make_shared<Session::Socket>(io_);
     tcp_acceptor_.async_accept(*socket, [this, socket](std::error_code ec) {
       if (ec == asio::error::operation_aborted || shutting_down_) return;
-      if (!ec) admit(std::move(*socket), "tcp");
-      accept_tcp();
+      if (!ec) {
+        accept_backoff_ = {};
+        admit(std::move(*socket), "tcp");
+        accept_tcp();
+        return;
+      }
+      after_accept_error("tcp", ec, [this] { accept_tcp(); });
+    });
+  }
+
+  // An accept that fails (EMFILE, ENFILE, ENOBUFS) fails again at once while the cause
+  // lasts: retrying at once spins the io thread. Log and retry after a growing pause
+  // (10 ms doubling to 1 s); a successful accept resets it.
+  template <class Retry>
+  void after_accept_error(const char* transport, std::error_code ec, Retry retry) {
+    using std::chrono::milliseconds;
+    accept_backoff_ = accept_backoff_ == milliseconds{0}
+                          ? milliseconds{10}
+                          : std::min(accept_backoff_ * 2, milliseconds{1000});
+    spdlog::warn("{} accept failed: {}; retrying in {} ms", transport, ec.message(),
+                 accept_backoff_.count());
+    auto timer = std::make_shared<asio::steady_timer>(io_, accept_backoff_);
+    timer->async_wait([this, timer, retry](std::error_code wait_ec) {
+      if (wait_ec || shutting_down_) return;
+      retry();
     });
   }
 
@@ -242,6 +271,7 @@ class Server {
   bool socket_created_ = false;
   uint16_t tcp_port_ = 0;
   bool shutting_down_ = false;
+  std::chrono::milliseconds accept_backoff_{0};
   std::chrono::steady_clock::time_point shutdown_deadline_{};
 };
 

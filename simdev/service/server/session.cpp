@@ -17,6 +17,9 @@ constexpr auto kCloseFlushBound = std::chrono::milliseconds(1000);
 // Keepalives are skipped while this many frames wait to be written: a client that does
 // not read must not make the daemon buffer without bound.
 constexpr size_t kKeepaliveQueueBound = 64;
+// A hello is a few dozen bytes: a peer that has not said it may not make the daemon buffer
+// more than this (PROTOCOL.md, "Limits").
+constexpr size_t kPreHelloPayloadLimit = 4096;
 
 const char* type_name(MessageType type) {
   switch (type) {
@@ -51,7 +54,9 @@ Session::Session(ServerShared& shared, Socket socket, std::string peer)
       socket_(std::move(socket)),
       close_timer_(shared.io),
       peer_(std::move(peer)),
-      session_id_(next_wire_id()) {}
+      session_id_(next_wire_id()) {
+  splitter_.set_payload_limit(kPreHelloPayloadLimit);
+}
 
 Session::~Session() {
   // The cleanup stopped the wait lane; this covers a session dropped at a forced exit.
@@ -160,6 +165,7 @@ void Session::on_hello(const Frame& frame) {
   ++shared_.sessions_served;
   shared_.peak_sessions = std::max(shared_.peak_sessions, shared_.admitted);
   phase_ = Phase::welcomed;
+  splitter_.set_payload_limit(SIZE_MAX);  // the protocol's own frame limit from here on
   Welcome welcome;
   welcome.abi_major = shared_.api->abi_major;
   welcome.abi_minor = shared_.api->abi_minor;

@@ -3,6 +3,7 @@
 // working), handle isolation between sessions, the shared device's config, the socket's
 // mode and the shutdown. Every read is bounded by a receive timeout.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -497,11 +499,78 @@ TEST_F(DaemonTest, SharedDeviceRefusesAnotherConfig) {
   in.config = "seed=2";
   auto busy = b.call<svc::DeviceCreate>(in);
   EXPECT_EQ(busy.code, static_cast<uint32_t>(CALRT_BUSY));
-  EXPECT_NE(busy.message.find("seed=1"), std::string::npos) << busy.message;
+  // Its own config is echoed; the other session's is not (it may hold that session's paths).
+  EXPECT_EQ(busy.message.find("seed=1"), std::string::npos) << busy.message;
   EXPECT_NE(busy.message.find("seed=2"), std::string::npos) << busy.message;
   // The same config joins the shared device.
   in.config = "seed=1";
   EXPECT_EQ(b.call<svc::DeviceCreate>(in).code, 0u);
+}
+
+// A client's config file would be read with the daemon's rights and its contents echoed in
+// the error: any local user could read what the daemon can.
+TEST_F(DaemonTest, AClientConfigFileIsRefusedUnread) {
+  start();
+  const fs::path secret = dir_ / "secret.yaml";
+  std::ofstream(secret) << "the-secret-line\n";
+  fs::permissions(secret, fs::perms::owner_read);
+  RawClient client = connect();
+  client.handshake();
+  svc::DeviceCreate::In in;
+  in.kind = CALRT_DEVICE_SIM;
+  in.config = "config=" + secret.string();
+  auto refused = client.call<svc::DeviceCreate>(in);
+  EXPECT_EQ(refused.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT));
+  EXPECT_EQ(refused.message.find("the-secret-line"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.message.find("--device-config"), std::string::npos) << refused.message;
+  expect_alive();
+}
+
+// Before hello a peer may not make the daemon buffer a large frame: a header announcing
+// 1 MiB is refused and the connection closed at once, without waiting for the bytes.
+TEST_F(DaemonTest, LargeFramesBeforeHelloAreRefused) {
+  start();
+  RawClient peer = connect();
+  auto header = svc::encode_frame(svc::MessageType::hello, 0, std::vector<uint8_t>(1 << 20, 0));
+  header.resize(svc::kHeaderBytes);  // the payload never comes
+  peer.send_bytes(header);
+  const svc::Notice notice = expect_notice(peer, svc::MessageType::goodbye);
+  EXPECT_NE(notice.message.find("exceeds the limit of 4096"), std::string::npos) << notice.message;
+  EXPECT_TRUE(peer.closed_by_daemon());
+  expect_alive();
+}
+
+// Out of file descriptors, accept() fails at once for as long as the cause lasts: the daemon
+// must back off and say so instead of spinning its io thread.
+TEST_F(DaemonTest, AcceptFailuresBackOffInsteadOfSpinning) {
+  start();
+  const pid_t pid = daemon_->pid();
+  rlimit before{};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &before), 0);
+  const rlimit tight{daemon_->open_fds(), before.rlim_max};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &tight, nullptr), 0);
+  std::vector<RawClient> waiting;
+  for (int i = 0; i < 3; ++i) waiting.push_back(connect());  // queued, never accepted
+  auto cpu_seconds = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), {});
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int k = 3; k <= 15 && fields >> field; ++k) {
+      if (k == 14) utime = std::stoull(field);
+      if (k == 15) stime = std::stoull(field);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  };
+  const double cpu_before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpu_used = cpu_seconds() - cpu_before;
+  EXPECT_LT(cpu_used, 0.25) << "the accept loop spins";
+  EXPECT_NE(daemon_->output().find("accept failed"), std::string::npos) << daemon_->output();
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &before, nullptr), 0);
+  waiting.clear();
+  expect_alive();
 }
 
 TEST_F(DaemonTest, SocketIsOwnerOnlyAndTcpIsLoopback) {
