@@ -563,11 +563,18 @@ TEST_F(DaemonTest, AcceptFailuresBackOffInsteadOfSpinning) {
     }
     return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
   };
+  // A spinning accept loop burns the whole second; backing off costs next to nothing. The
+  // bound leaves room for a loaded machine.
   const double cpu_before = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const double cpu_used = cpu_seconds() - cpu_before;
-  EXPECT_LT(cpu_used, 0.25) << "the accept loop spins";
-  EXPECT_NE(daemon_->output().find("accept failed"), std::string::npos) << daemon_->output();
+  EXPECT_LT(cpu_used, 0.5) << "the accept loop spins\n" << daemon_->output();
+  bool logged = false;
+  for (int i = 0; i < 50 && !logged; ++i) {
+    logged = daemon_->output().find("accept failed") != std::string::npos;
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(logged) << daemon_->output();
   ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &before, nullptr), 0);
   waiting.clear();
   expect_alive();
