@@ -5,9 +5,9 @@
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer (clang), in
 #                               build-sanitize/. The same objects carry libFuzzer's coverage
 #                               instrumentation, so scripts/fuzz.sh reuses this build. The
-#                               `long` and `campaign` labels are left out: under ASan they add
-#                               many minutes and no code path the short cases and the 200-plan
-#                               campaign miss.
+#                               `long`, `campaign` and `calibration` labels are left out: under
+#                               ASan they add many minutes and no code path the short cases,
+#                               the smoke tests and the 200-plan campaign miss.
 #   scripts/test.sh --tsan      ThreadSanitizer (clang), in build-tsan/: only the threaded
 #                               parts and the tests labelled `threads` (tests/CMakeLists.txt).
 # Each step prints its wall time. CTest runs on every core and fails when it finds no tests.
@@ -31,7 +31,7 @@ case "$mode" in
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     phase "tests (asan+ubsan)" ctest --test-dir build-sanitize "${ctest_args[@]}" \
-      --label-exclude 'long|campaign'
+      --label-exclude 'long|campaign|calibration'
     ;;
   --tsan)
     phase "build (clang, tsan)" scripts/build.sh "${tsan_build[@]}" -- threaded_tests
