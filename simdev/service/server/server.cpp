@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <set>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 #include <tl/expected.hpp>
@@ -26,6 +27,11 @@
 
 namespace simdev::service::server {
 namespace {
+
+// The text of an error from a socket call. Asio reports them with errno values; strerror
+// avoids error_category::message(), whose virtual call into libstdc++'s category object
+// UBSan's vptr check cannot verify.
+std::string errno_text(const std::error_code& ec) { return std::strerror(ec.value()); }
 
 // Every session is told goodbye at shutdown; those that do not go within this bound are cut.
 constexpr auto kShutdownBound = std::chrono::milliseconds(3000);
@@ -111,7 +117,7 @@ class Server {
       ec = std::error_code(errno, std::generic_category());
     }
     if (!ec) unix_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return tl::unexpected("--socket " + path + ": " + ec.message());
+    if (ec) return tl::unexpected("--socket " + path + ": " + errno_text(ec));
 
     if (options_.tcp_port) {
       const tcp::endpoint endpoint(asio::ip::make_address_v4("127.0.0.1"), *options_.tcp_port);
@@ -120,7 +126,8 @@ class Server {
       if (!ec) tcp_acceptor_.bind(endpoint, ec);
       if (!ec) tcp_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
       if (ec) {
-        return tl::unexpected("--tcp " + std::to_string(*options_.tcp_port) + ": " + ec.message());
+        return tl::unexpected("--tcp " + std::to_string(*options_.tcp_port) + ": " +
+                              errno_text(ec));
       }
       tcp_port_ = tcp_acceptor_.local_endpoint().port();
     }
@@ -208,7 +215,7 @@ class Server {
     accept_backoff_ = accept_backoff_ == milliseconds{0}
                           ? milliseconds{10}
                           : std::min(accept_backoff_ * 2, milliseconds{1000});
-    spdlog::warn("{} accept failed: {}; retrying in {} ms", transport, ec.message(),
+    spdlog::warn("{} accept failed: {}; retrying in {} ms", transport, errno_text(ec),
                  accept_backoff_.count());
     auto timer = std::make_shared<asio::steady_timer>(io_, accept_backoff_);
     timer->async_wait([this, timer, retry](std::error_code wait_ec) {
