@@ -100,13 +100,11 @@ std::string check_output_path(const char* flag, const fs::path& path,
   const fs::path target = fs::weakly_canonical(path, error_a);
   const fs::path dir = fs::weakly_canonical(protected_dir, error_b);
   if (error_a || error_b) return {};
-  const auto [dir_end, target_at] =
-      std::mismatch(dir.begin(), dir.end(), target.begin(), target.end());
-  if (dir_end == dir.end()) {
+  // Inside when the calbin directory is a prefix of the target, component by component.
+  if (std::mismatch(dir.begin(), dir.end(), target.begin(), target.end()).first == dir.end()) {
     return std::string(flag) + " " + quoted(path) + ": inside the calbin " + quoted(protected_dir) +
            "; a report must not replace the calbin's files";
   }
-  (void)target_at;
   return {};
 }
 

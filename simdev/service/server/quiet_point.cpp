@@ -39,13 +39,6 @@ void QuietPointQueue::poll(Clock::time_point now) {
   }
 }
 
-void QuietPointQueue::flush() {
-  while (!waiting_.empty()) {
-    Run run = std::move(waiting_.front().run);
-    waiting_.pop_front();
-    waiting_count_.store(waiting_.size(), std::memory_order_relaxed);
-    run();
-  }
-}
+void QuietPointQueue::flush() { poll(Clock::time_point::max()); }
 
 }  // namespace simdev::service::server
