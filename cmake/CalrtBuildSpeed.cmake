@@ -24,7 +24,8 @@ endif()
 # (README.md, "Build times"); -DCALRT_UNITY=OFF compiles file by file.
 option(CALRT_UNITY "Compile each target's sources in batches (unity build)" ON)
 set(CMAKE_UNITY_BUILD ${CALRT_UNITY})
-set(CMAKE_UNITY_BUILD_BATCH_SIZE 8)
+set(CALRT_UNITY_BATCH 8 CACHE STRING "Sources per unity unit (0: one unit per target)")
+set(CMAKE_UNITY_BUILD_BATCH_SIZE ${CALRT_UNITY_BATCH})
 if(CALRT_UNITY AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC warns when a class derives from a type of an anonymous namespace that was declared
   # outside the main file, which in a unity unit is every file: a test fixture would trip

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what the build needs, checks formatting, builds with warnings
 # as errors and runs every test, the `long` label included.
-#   scripts/test.sh             the normal build (GCC), in build-test/
+#   scripts/test.sh             the normal build (clang), in build-test/
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer (clang), in
 #                               build-sanitize/. The same objects carry libFuzzer's coverage
 #                               instrumentation, so scripts/fuzz.sh reuses this build. The
@@ -23,8 +23,8 @@ phase "format check" scripts/check-format.sh
 ctest_args=(--output-on-failure --no-tests=error --parallel "$(nproc)")
 case "$mode" in
   normal)
-    phase "build (gcc)" scripts/build.sh "${test_build[@]}"
-    phase "tests (gcc)" ctest --test-dir build-test "${ctest_args[@]}"
+    phase "build (clang)" scripts/build.sh "${test_build[@]}"
+    phase "tests" ctest --test-dir build-test "${ctest_args[@]}"
     ;;
   --sanitize)
     phase "build (clang, asan+ubsan)" scripts/build.sh "${sanitize_build[@]}"

@@ -2,10 +2,10 @@
 # same build directory configure it the same way (a differing option would rebuild it all).
 # Sourced; each array holds scripts/build.sh's arguments after the build directory.
 
-# The test build: warnings as errors.
+# Every build is clang's (scripts/build.sh). The test build: warnings as errors.
 test_build=(build-test -DCALRT_WERROR=ON)
 # ASan + UBSan with libFuzzer's coverage instrumentation: the sanitizer test run and the
 # fuzz targets come from this one build.
-sanitize_build=(build-sanitize --clang -DCALRT_WERROR=ON -DCALRT_FUZZ=ON)
+sanitize_build=(build-sanitize -DCALRT_WERROR=ON -DCALRT_FUZZ=ON)
 # ThreadSanitizer, for the threaded parts only (the `threaded_tests` target).
-tsan_build=(build-tsan --clang -DCALRT_WERROR=ON -DCALRT_SANITIZE=thread)
+tsan_build=(build-tsan -DCALRT_WERROR=ON -DCALRT_SANITIZE=thread)

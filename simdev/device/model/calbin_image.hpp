@@ -13,6 +13,7 @@
 #include "calbin/manifest.hpp"
 #include "simdev/device/model/capacity.hpp"
 #include "simdev/device/model/chip_weights.hpp"
+#include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/model/model_dims.hpp"
 
@@ -30,6 +31,8 @@ struct CalbinImage {
   std::optional<ModelDims> dims;            // functional calbins only
   std::vector<ChipWeights> weights;         // one per chip; empty for timing-only calbins
   std::unique_ptr<KvAllocator> kv_allocator;
+  // The chips' working memory between steps; the device runs one step at a time.
+  std::vector<ChipScratch> scratch;
 
   bool functional() const { return !manifest.timing_only && !weights.empty(); }
 

@@ -33,7 +33,7 @@ Status validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
 }
 
 std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
-                            const StepRequest& request) {
+                            std::vector<ChipScratch>& scratch, const StepRequest& request) {
   const size_t rows = request.tokens.size();
   const size_t hidden = dims.hidden;
   std::vector<float> x(rows * hidden);
@@ -41,10 +41,11 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
     const float* row = &chips[0].embedding[static_cast<size_t>(request.tokens[r]) * hidden];
     std::copy(row, row + hidden, &x[r * hidden]);
   }
+  scratch.resize(chips.size());
   std::vector<Chiplet> chiplets;
   chiplets.reserve(chips.size());
   for (size_t c = 0; c < chips.size(); ++c) {
-    chiplets.emplace_back(dims, chips[c], kv.chip(c), request.mutant);
+    chiplets.emplace_back(dims, chips[c], kv.chip(c), scratch[c], request.mutant);
   }
   std::vector<std::vector<float>> partials(chips.size(), std::vector<float>(rows * hidden));
   size_t live_rows = rows;  // rows whose residual stream is still needed

@@ -10,6 +10,7 @@
 #include "simdev/device/base/numerics_mutant.hpp"
 #include "simdev/device/base/status.hpp"
 #include "simdev/device/model/chip_weights.hpp"
+#include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
 
@@ -26,8 +27,9 @@ struct StepRequest {
 Status validate_tokens(std::span<const int32_t> tokens, size_t vocab);
 
 // Computes the step and returns the FP32 logits [vocab] of the last token. The caller has
-// validated the request and backed KV slots [0, past + tokens) in kv.
+// validated the request and backed KV slots [0, past + tokens) in kv. scratch holds one
+// working area per chip (resized here) and is reused by the caller's next step.
 std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
-                            const StepRequest& request);
+                            std::vector<ChipScratch>& scratch, const StepRequest& request);
 
 }  // namespace simdev

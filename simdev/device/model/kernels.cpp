@@ -111,9 +111,22 @@ void silu_mul(const float* gate, const float* up, float* out, size_t count) {
 
 void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
             size_t slot_count, size_t dim, float* scores, float* out) {
-  // Scores: accumulate dimension by dimension so the slot loop is contiguous.
+  // Scores accumulate dimension by dimension, so the slot loop is contiguous. Four dimensions
+  // are folded per pass over the slots with the additions in the same order as one at a time:
+  // the result is bit-identical, with a quarter of the loads and stores of `scores`.
   std::fill(scores, scores + slot_count, 0.0f);
-  for (size_t d = 0; d < dim; ++d) {
+  size_t d = 0;
+  for (; d + 4 <= dim; d += 4) {
+    const float q0 = q[d], q1 = q[d + 1], q2 = q[d + 2], q3 = q[d + 3];
+    const float* k0 = k_transposed + d * stride;
+    const float* k1 = k0 + stride;
+    const float* k2 = k1 + stride;
+    const float* k3 = k2 + stride;
+    for (size_t s = 0; s < slot_count; ++s) {
+      scores[s] = (((scores[s] + q0 * k0[s]) + q1 * k1[s]) + q2 * k2[s]) + q3 * k3[s];
+    }
+  }
+  for (; d < dim; ++d) {
     const float qd = q[d];
     const float* k_row = k_transposed + d * stride;
     for (size_t s = 0; s < slot_count; ++s) {
@@ -132,12 +145,25 @@ void attend(const float* q, const float* k_transposed, size_t stride, const floa
     sum += scores[s];
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
+  // The same folding over slots: out[d] takes its additions in slot order either way.
   std::fill(out, out + dim, 0.0f);
-  for (size_t s = 0; s < slot_count; ++s) {
+  size_t s = 0;
+  for (; s + 4 <= slot_count; s += 4) {
+    const float p0 = scores[s] * inv_sum, p1 = scores[s + 1] * inv_sum;
+    const float p2 = scores[s + 2] * inv_sum, p3 = scores[s + 3] * inv_sum;
+    const float* v0 = v + s * dim;
+    const float* v1 = v0 + dim;
+    const float* v2 = v1 + dim;
+    const float* v3 = v2 + dim;
+    for (size_t e = 0; e < dim; ++e) {
+      out[e] = (((out[e] + p0 * v0[e]) + p1 * v1[e]) + p2 * v2[e]) + p3 * v3[e];
+    }
+  }
+  for (; s < slot_count; ++s) {
     const float p = scores[s] * inv_sum;
     const float* v_row = v + s * dim;
-    for (size_t d = 0; d < dim; ++d) {
-      out[d] += p * v_row[d];
+    for (size_t e = 0; e < dim; ++e) {
+      out[e] += p * v_row[e];
     }
   }
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -124,6 +125,49 @@ TEST(Kernels, AttendMatchesNaiveSoftmax) {
       expected += p[s] / sum * v[s * dim + d];
     }
     EXPECT_NEAR(out[d], expected, 1e-5) << d;
+  }
+}
+
+// The device's numerics are defined by the order of its float additions: each score adds
+// its dimensions in order, each output its slots in order. attend() folds several per pass
+// for speed; the fold must leave every bit as the one-at-a-time order gives it, or recorded
+// runs and calibrated gates would silently shift. Shapes cover the folded remainders.
+TEST(Kernels, AttendKeepsTheOneAtATimeAdditionOrderBitForBit) {
+  for (const size_t dim : {1u, 3u, 4u, 6u, 32u, 128u}) {
+    for (const size_t slots : {1u, 2u, 5u, 8u, 77u, 258u}) {
+      const size_t stride = slots + 3;
+      const auto q = random_floats(dim, static_cast<uint32_t>(11 + dim));
+      const auto kt = random_floats(dim * stride, static_cast<uint32_t>(12 + slots));
+      const auto v = random_floats(slots * dim, static_cast<uint32_t>(13 + dim * slots));
+      std::vector<float> scores(slots), out(dim);
+      attend(q.data(), kt.data(), stride, v.data(), slots, dim, scores.data(), out.data());
+
+      std::vector<float> expected_scores(slots, 0.0f);
+      for (size_t d = 0; d < dim; ++d) {
+        for (size_t s = 0; s < slots; ++s) expected_scores[s] += q[d] * kt[d * stride + s];
+      }
+      const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+      float max_score = -INFINITY;
+      for (float& x : expected_scores) {
+        x *= scale;
+        max_score = std::max(max_score, x);
+      }
+      double sum = 0.0;
+      for (float& x : expected_scores) {
+        x = std::exp(x - max_score);
+        sum += x;
+      }
+      const float inv_sum = static_cast<float>(1.0 / sum);
+      std::vector<float> expected(dim, 0.0f);
+      for (size_t s = 0; s < slots; ++s) {
+        const float p = expected_scores[s] * inv_sum;
+        for (size_t d = 0; d < dim; ++d) expected[d] += p * v[s * dim + d];
+      }
+      ASSERT_EQ(std::memcmp(scores.data(), expected_scores.data(), slots * sizeof(float)), 0)
+          << "scores differ, dim " << dim << " slots " << slots;
+      ASSERT_EQ(std::memcmp(out.data(), expected.data(), dim * sizeof(float)), 0)
+          << "output differs, dim " << dim << " slots " << slots;
+    }
   }
 }
 
