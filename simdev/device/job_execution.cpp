@@ -145,7 +145,8 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
   }
   kv.store.reserve_slots(plan.past + plan.cur);
   const StepRequest request{*tokens, *positions, plan.past, mutant};
-  const std::vector<float> logits = run_step(*image.dims, image.weights, kv.store, image.scratch, request);
+  const std::vector<float> logits =
+      run_step(*image.dims, image.weights, kv.store, image.scratch, request);
   return write_logits(model, output, logits);
 }
 
