@@ -29,7 +29,7 @@
 #include "calbin/layout.hpp"
 #include "runner/core/metrics.hpp"
 #include "runner/core/tensor_io.hpp"
-#include "simdev/gen/qwen3_30b_a3b_preset.hpp"
+#include "simdev/gen/timing/qwen3_30b_a3b_preset.hpp"
 
 namespace {
 

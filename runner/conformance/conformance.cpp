@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <memory>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
+#include "runner/conformance/clause_process.hpp"
 #include "runner/conformance/clauses/clauses.hpp"
 
 namespace runner {
@@ -63,60 +61,43 @@ bool selected(const ConformanceOptions& options, const std::string& id) {
   return false;
 }
 
-// A clause that has not returned after this much wall time is failed and abandoned: a
-// runtime call that never returns must not hang the suite.
-constexpr auto kClauseWallGuard = std::chrono::seconds(60);
-
-// What a clause's thread needs, owned jointly by the thread and the runner so that an
-// abandoned clause still finds it alive.
-struct ClauseRun {
-  calrt::Api api;
-  DeviceSpec spec;
-  ConformanceOptions options;
-  calbin::Manifest manifest;
-  CalrtGetApiFn* get_api = nullptr;
-  Clause clause;
-
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  ClauseResult::Verdict verdict = ClauseResult::Verdict::pass;
-  std::string reason;
-};
-
-void run_clause_body(ClauseRun& run) {
-  ClauseResult::Verdict verdict = ClauseResult::Verdict::pass;
-  std::string reason;
+ChildVerdict run_clause_body(const calrt::Api& api, const DeviceSpec& spec,
+                             const ConformanceOptions& options, const calbin::Manifest& manifest,
+                             CalrtGetApiFn* get_api, const Clause& clause) {
+  using Kind = ChildVerdict::Kind;
   try {
-    ClauseContext context(run.api, run.spec, run.options, run.manifest, run.get_api);
-    run.clause.check(context);
+    ClauseContext context(api, spec, options, manifest, get_api);
+    clause.check(context);
+    return {Kind::pass, ""};
   } catch (const ClauseSkip& skip) {
-    verdict = ClauseResult::Verdict::skip;
-    reason = skip.what();
+    return {Kind::skip, skip.what()};
   } catch (const ClauseFailure& failure) {
-    verdict = ClauseResult::Verdict::fail;
-    reason = failure.what();
+    return {Kind::fail, failure.what()};
   } catch (const calrt::EntryBeyondTable& error) {
     // calrt.h lets a runtime of an older minor version end its table early: what the clause
     // needs is not there to test.
-    verdict = ClauseResult::Verdict::skip;
-    reason = error.function() + " is beyond the runtime's table (an older minor version of " +
-             "calrt.h): " + error.message();
+    return {Kind::skip, error.function() + " is beyond the runtime's table (an older minor " +
+                            "version of calrt.h): " + error.message()};
   } catch (const calrt::Error& error) {
-    verdict = ClauseResult::Verdict::fail;
-    reason = fmt::format("{} ({} fault)", error.what(), calrt::to_string(error.fault_class()));
+    return {Kind::fail,
+            fmt::format("{} ({} fault)", error.what(), calrt::to_string(error.fault_class()))};
   } catch (const std::exception& error) {
-    verdict = ClauseResult::Verdict::fail;
-    reason = error.what();
+    return {Kind::fail, error.what()};
   } catch (...) {
-    verdict = ClauseResult::Verdict::fail;
-    reason = "a non-standard exception";
+    return {Kind::fail, "a non-standard exception"};
   }
-  const std::lock_guard lock(run.mutex);
-  run.verdict = verdict;
-  run.reason = std::move(reason);
-  run.done = true;
-  run.done_cv.notify_all();
+}
+
+ClauseResult::Verdict verdict_of(ChildVerdict::Kind kind) {
+  switch (kind) {
+    case ChildVerdict::Kind::pass:
+      return ClauseResult::Verdict::pass;
+    case ChildVerdict::Kind::skip:
+      return ClauseResult::Verdict::skip;
+    case ChildVerdict::Kind::fail:
+      break;
+  }
+  return ClauseResult::Verdict::fail;
 }
 
 }  // namespace
@@ -159,38 +140,33 @@ std::vector<ClauseResult> run_conformance(
   }
   CalrtGetApiFn* get_api = runtime_entry_point(api, spec);
 
+  using Clock = std::chrono::steady_clock;
+  const auto suite_deadline = options.suite_timeout.count() > 0
+                                  ? Clock::now() + options.suite_timeout
+                                  : Clock::time_point::max();
   std::vector<ClauseResult> results;
   for (const Clause& clause : conformance_clauses()) {
     if (!selected(options, clause.id)) {
       continue;
     }
-    auto run = std::make_shared<ClauseRun>();
-    run->api = api;
-    run->spec = spec;
-    run->options = options;
-    run->manifest = *manifest;
-    run->get_api = get_api;
-    run->clause = clause;
-    const auto start = std::chrono::steady_clock::now();
-    std::thread worker([run] { run_clause_body(*run); });
     ClauseResult result;
     result.id = clause.id;
     result.title = clause.title;
-    std::unique_lock lock(run->mutex);
-    if (run->done_cv.wait_for(lock, kClauseWallGuard, [&] { return run->done; })) {
-      lock.unlock();
-      worker.join();
-      result.verdict = run->verdict;
-      result.reason = run->reason;
-    } else {
-      lock.unlock();
-      worker.detach();
+    const auto start = Clock::now();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(suite_deadline - start);
+    if (left.count() <= 0) {
+      // Reported, not dropped: a report that lists fewer clauses would read as a pass.
       result.verdict = ClauseResult::Verdict::fail;
-      result.reason = fmt::format("did not return within {} s of wall time (abandoned)",
-                                  kClauseWallGuard.count());
+      result.reason = fmt::format("not run: the suite's --timeout of {} s was spent",
+                                  static_cast<double>(options.suite_timeout.count()) / 1000.0);
+    } else {
+      const ChildVerdict verdict = run_in_child(
+          [&] { return run_clause_body(api, spec, options, *manifest, get_api, clause); },
+          std::min(options.clause_timeout, left));
+      result.verdict = verdict_of(verdict.kind);
+      result.reason = verdict.reason;
     }
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     if (on_result) {
       on_result(result);
     }

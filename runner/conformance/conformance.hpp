@@ -3,6 +3,7 @@
 // runtime library, a negative-control table a test builds).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -25,6 +26,11 @@ struct ConformanceOptions {
   std::filesystem::path calbin;  // a functional calbin directory (simdev gen --preset tiny)
   std::string device_config;     // passed to every Device_Create (overrides spec.config)
   std::vector<std::string> only; /* clause id prefixes */
+  // Each clause runs in a child process killed after this much wall time (a hung call).
+  std::chrono::milliseconds clause_timeout{60000};
+  // The whole suite's wall-time budget (0: none). Clauses left when it is spent fail as
+  // "not run" and the reports are still written, inside a CI job's own timeout.
+  std::chrono::milliseconds suite_timeout{0};
 };
 
 class ClauseContext;

@@ -14,10 +14,21 @@ void add_conformance_options(CLI::App& app, ConformanceCommandOptions& o) {
       ->excludes(calbin);
   app.add_option("--only", o.only, "run only the clauses with these id prefixes (VER, KV.3, ...)")
       ->delimiter(',');
+  app.add_option("--clause-timeout", o.clause_timeout_s,
+                 "seconds of wall time before a clause's process is killed and the clause fails")
+      ->capture_default_str()
+      ->check(finite_range(0.1, 86400.0));
+  app.add_option("--timeout", o.suite_timeout_s,
+                 "seconds for the whole suite: clauses left when they are spent fail as not run, "
+                 "and the reports are still written (0: no limit)")
+      ->capture_default_str()
+      ->check(finite_range(0.0, 1e6));
   app.add_option("--junit", o.junit, "write a JUnit XML report (one testsuite per group)");
   app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
   app.footer(
-      "Clauses: abi/CONFORMANCE.md. Exit codes: 0 no clause failed (skips allowed); 1 a clause "
+      "Clauses: abi/CONFORMANCE.md. Each clause runs in a process of its own: a runtime that "
+      "crashes, aborts or exits fails that clause, and the suite goes on. Exit codes: 0 no clause "
+      "failed (skips allowed); 1 a clause "
       "failed; 2 bad input (a missing or malformed calbin, an --only prefix that selects no "
       "clause, a runtime library that cannot be loaded, an unwritable report).");
 }

@@ -123,6 +123,10 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     run_options.calbin = resolve_calbin(options);
     run_options.device_config = options.device_config;
     run_options.only = options.only;
+    run_options.clause_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(options.clause_timeout_s * 1000.0));
+    run_options.suite_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(options.suite_timeout_s * 1000.0));
     calrt::Api api;
     try {
       api = open_runtime(spec);

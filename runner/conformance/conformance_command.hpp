@@ -19,6 +19,8 @@ struct ConformanceCommandOptions {
   std::string calbin;                         // --calbin DIR: a functional calbin
   std::string calbin_dir = ".calrt/calbins";  // --calbin-dir DIR: DIR/tiny, generated when missing
   std::vector<std::string> only;              // clause id prefixes
+  double clause_timeout_s = 60.0;             // --clause-timeout
+  double suite_timeout_s = 0.0;               // --timeout (0: none)
   std::string junit;
   std::string json;
 };

@@ -18,6 +18,7 @@
 #include "simdev/device/base/tombstones.hpp"
 #include "simdev/device/base/trace_recorder.hpp"
 #include "simdev/device/buffer.hpp"
+#include "simdev/device/faults/fault_effects.hpp"
 #include "simdev/device/faults/fault_plan.hpp"
 #include "simdev/device/job.hpp"
 #include "simdev/device/model/calbin_image.hpp"
@@ -78,7 +79,7 @@ struct TensorMapping {
 JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
                    const std::vector<uint64_t>& csrs);
 
-class Device {
+class Device final : private FaultEffects {
  public:
   static constexpr uint32_t kMaxCalbins = 64;
   static constexpr uint32_t kMaxBuffers = 1u << 16;
@@ -247,16 +248,20 @@ class Device {
                         std::string detail);
   // A device-class fault: FAULTED, needing reset `level` (a persistent one: stuck_).
   void raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
-                          const std::string& cause);
+                          const std::string& cause) override;
   // A fault that has broken a part before it shows (a hang, a link down): the next reset
   // must reach `level` although the device is not FAULTED yet.
-  void note_latent_fault(uint32_t level, bool persistent, const std::string& cause);
-  void lose_device(const std::string& cause);
-  void fail_in_flight(CalrtCode code, const std::string& why);
-  void stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity);
+  void note_latent_fault(uint32_t level, bool persistent, const std::string& cause) override;
+  void lose_device(const std::string& cause) override;
+  void fail_in_flight(CalrtCode code, const std::string& why) override;
+  void fail_job_now(Job& job, CalrtCode code, std::string message) override;
+  void stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity) override;
   void chips_idle();
-  void correct_ecc(uint32_t chip);
-  void count_uncorrected(uint32_t chip);
+  void correct_ecc(uint32_t chip) override;
+  void count_uncorrected(uint32_t chip) override;
+  void throttle_chip(uint32_t chip, TimePs until, uint32_t factor) override;
+  std::optional<std::string> flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) override;
+  uint32_t chip_count() const override { return static_cast<uint32_t>(chips_.size()); }
   FaultSite site_of(const Job& job) const;
   // The faults at a job's stage start. Returns false when they ended the job; otherwise
   // `duration` is when the stage's event fires (a failing stage sets job.stage_fault).

@@ -6,29 +6,12 @@
 
 #include "simdev/device/base/random_stream.hpp"
 #include "simdev/device/device.hpp"
+#include "simdev/device/faults/compute_faults.hpp"
 
 namespace simdev {
 namespace {
 
 std::string ms_text(TimePs ps) { return std::to_string(ps / kPsPerMs) + " ms"; }
-
-TimePs times(TimePs ps, uint64_t factor) {
-  return factor != 0 && ps > kTimeNever / factor ? kTimeNever : ps * factor;
-}
-
-// "segment 7 (attention, layer 1)"; clamped to the last segment.
-std::string describe_segment(const std::vector<Segment>& segments, size_t index) {
-  if (segments.empty()) {
-    return "its compute (no segments)";
-  }
-  const size_t k = std::min(index, segments.size() - 1);
-  const Segment& segment = segments[k];
-  std::string text = "segment " + std::to_string(k) + " (" + segment.label;
-  if (segment.layer >= 0) {
-    text += ", layer " + std::to_string(segment.layer);
-  }
-  return text + ")";
-}
 
 // Silent data corruption that a numeric check cannot miss. Each 16-bit word of the outputs
 // (a BF16 value: sign 15, exponent 14..7, mantissa 6..0) is picked with probability 1/16,
@@ -211,6 +194,22 @@ void Device::stop_chip(uint32_t chip, CalrtChipHealth health, std::string activi
 
 // Plans built in code bypass parse_fault_plan's chip check: a chip the device does not have
 // is left alone rather than indexed.
+void Device::fail_job_now(Job& job, CalrtCode code, std::string message) {
+  finish(job, CALRT_JOB_FAILED, code, std::move(message));
+}
+
+void Device::throttle_chip(uint32_t chip, TimePs until, uint32_t factor) {
+  if (chip < chips_.size()) {
+    chips_[chip].throttled_until_ps = until;
+    chips_[chip].throttle_factor = factor;
+  }
+}
+
+std::optional<std::string> Device::flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) {
+  KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
+  return kv != nullptr ? kv->store.flip_bit(chip, draw) : std::nullopt;
+}
+
 void Device::correct_ecc(uint32_t chip) {
   if (chip < chips_.size()) {
     ++chips_[chip].ecc_corrected;
@@ -313,98 +312,14 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
   const std::string where =
       "the compute of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
   std::vector<Segment>& segments = job.cost.segments;
-  const size_t last = segments.empty() ? 0 : segments.size() - 1;
-  uint64_t slow = 1;
-  struct Stall {
-    bool one_chip = false;  // chip_hang: one chip stops, the others wait at the barrier
-    uint32_t chip = 0;
-    size_t segment = 0;
-    bool persistent = false;
-  };
-  std::optional<Stall> hang;
-  std::optional<std::pair<size_t, bool>> link_down;  // the segment, persistent
+  ComputeFaults gathered;
   for (const Injection& injection : inject(site, FaultPoint::kCompute, job.serial)) {
-    const FaultSpec& spec = *injection.spec;
-    const uint32_t chip = spec.chip;
-    std::string detail = where + ": ";
-    if (job.final() && injection.kind != FaultKind::kDeviceLost &&
-        injection.kind != FaultKind::kEccCorrectable) {
-      record_injection(injection, site, job.serial, detail + "no effect: the job had ended");
-      continue;
-    }
-    switch (injection.kind) {
-      case FaultKind::kEccCorrectable:
-        correct_ecc(chip);
-        detail += "chip " + std::to_string(chip) + " corrected an ECC error";
-        break;
-      case FaultKind::kDeviceLost:
-        lose_device(where);
-        detail += "the device is lost";
-        break;
-      case FaultKind::kFirmwareCrash: {
-        const std::string why = "the firmware crashed during " + where;
-        for (uint32_t c = 0; c < chips_.size(); ++c) {
-          stop_chip(c, CALRT_CHIP_HUNG, "firmware crashed during " + where);
-        }
-        raise_device_fault(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent, why);
-        fail_in_flight(CALRT_FIRMWARE_CRASH, why);
-        detail += "the firmware crashed; every in-flight job failed";
-        break;
-      }
-      case FaultKind::kEccUncorrectable: {
-        KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
-        const std::optional<std::string> flipped =
-            kv != nullptr ? kv->store.flip_bit(chip, injection.draw) : std::nullopt;
-        const std::string what = "uncorrectable ECC error on chip " + std::to_string(chip) +
-                                 " in the KV of " + job_label(job) +
-                                 (flipped ? " (" + *flipped + " flipped)" : " (no KV contents)");
-        count_uncorrected(chip);
-        stop_chip(chip, CALRT_CHIP_DEGRADED, what);
-        raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent, what);
-        finish(job, CALRT_JOB_FAILED, CALRT_ECC_UNCORRECTABLE, job_label(job) + ": " + what);
-        detail += what;
-        break;
-      }
-      case FaultKind::kJobHang:
-        if (!hang) {
-          const size_t k = segments.empty() ? 0 : injection.draw % segments.size();
-          hang = Stall{false, 0, k, spec.persistent};
-        }
-        detail += "the job hangs in " + describe_segment(segments, hang->segment);
-        break;
-      case FaultKind::kChipHang:
-        if (!hang) {
-          hang = Stall{true, chip, std::min<size_t>(spec.segment, last), spec.persistent};
-        }
-        detail += "chip " + std::to_string(chip) + " hangs in " +
-                  describe_segment(segments, std::min<size_t>(spec.segment, last));
-        break;
-      case FaultKind::kD2dLinkDown:
-        if (!link_down) {
-          link_down = std::pair{std::min<size_t>(spec.segment, last), spec.persistent};
-        }
-        detail += "the D2D link is down at the reduction closing " +
-                  describe_segment(segments, std::min<size_t>(spec.segment, last));
-        break;
-      case FaultKind::kThermalThrottle:
-        if (chip < chips_.size()) {
-          chips_[chip].throttled_until_ps = saturating_add(now, fault_duration_ps(spec));
-          chips_[chip].throttle_factor = fault_factor(spec);
-        }
-        detail += "chip " + std::to_string(chip) + " throttled x" +
-                  std::to_string(fault_factor(spec)) + " for " +
-                  std::to_string(fault_duration_ps(spec) / kPsPerUs) + " us";
-        break;
-      case FaultKind::kSlowCompletion:
-        slow = times(slow, fault_factor(spec));
-        detail += "the compute takes x" + std::to_string(fault_factor(spec)) + " longer";
-        break;
-      default:
-        detail += "no effect at this operation";
-        break;
-    }
-    record_injection(injection, site, job.serial, std::move(detail));
+    record_injection(injection, site, job.serial,
+                     apply_compute_fault(injection, job, now, where, *this, gathered));
   }
+  const uint64_t slow = gathered.slow;
+  const auto& hang = gathered.hang;
+  const auto& link_down = gathered.link_down;
   if (job.final()) {
     return false;
   }
@@ -434,24 +349,24 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
     hang_at = segment_start_ps(segments, hang->segment);
   }
   if (link_down) {
-    const size_t k = link_down->first;
+    const size_t k = link_down->segment;
     link_at = segments.empty()
                   ? 0
                   : saturating_add(segment_start_ps(segments, k), segments[k].chips_ps());
     const std::string cause = "the D2D link went down during " + where;
-    note_latent_fault(CALRT_RESET_FULL, link_down->second, cause);
+    note_latent_fault(CALRT_RESET_FULL, link_down->persistent, cause);
     job.latent_fault = true;
   }
   if (link_at && (!hang_at || *link_at < *hang_at) && *link_at < watchdog) {
     const std::string barrier =
-        "the D2D barrier closing " + describe_segment(segments, link_down->first);
+        "the D2D barrier closing " + describe_segment(segments, link_down->segment);
     for (uint32_t c = 0; c < chips_.size(); ++c) {
       stop_chip(c, CALRT_CHIP_DEGRADED, "waiting at " + barrier + ": the link is down");
     }
     job.stage_fault = Job::StageFault{CALRT_JOB_FAILED,
                                       CALRT_D2D_LINK_DOWN,
                                       CALRT_RESET_FULL,
-                                      link_down->second,
+                                      link_down->persistent,
                                       false,
                                       "the D2D reduction at " + barrier + " failed"};
     duration = *link_at;
@@ -665,7 +580,7 @@ Device::UploadFaults Device::inject_upload(const CalbinImage& image) {
         detail += "the firmware crashed";
         break;
       case FaultKind::kSlowCompletion:
-        out.slow_factor = times(out.slow_factor, fault_factor(spec));
+        out.slow_factor = saturating_mul(out.slow_factor, fault_factor(spec));
         detail += "the upload takes x" + std::to_string(fault_factor(spec)) + " longer";
         break;
       default:

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calbin/sha256.hpp"
-#include "simdev/gen/llm_models.hpp"
 #include "simdev/gen/memory_layout.hpp"
+#include "simdev/gen/timing/llm_models.hpp"
 
 namespace simdev::gen {
 namespace {

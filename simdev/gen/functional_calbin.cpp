@@ -5,10 +5,10 @@
 
 #include "calbin/golden.hpp"
 #include "simdev/gen/calbin_description.hpp"
-#include "simdev/gen/golden_cases.hpp"
-#include "simdev/gen/param_blocks.hpp"
-#include "simdev/gen/reference_weights.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/reference/golden_cases.hpp"
+#include "simdev/gen/reference/reference_weights.hpp"
+#include "simdev/gen/weights/param_blocks.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "simdev/gen/qwen3_30b_a3b_preset.hpp"
+#include "simdev/gen/timing/qwen3_30b_a3b_preset.hpp"
 #include "simdev/gen/tiny_preset.hpp"
 
 namespace simdev::gen {

@@ -21,5 +21,8 @@ inline TimePs ns_to_ps(uint64_t ns) {
 }
 inline uint64_t ps_to_ns(TimePs ps) { return ps / kPsPerNs; }
 inline TimePs saturating_add(TimePs a, TimePs b) { return a > kTimeNever - b ? kTimeNever : a + b; }
+inline TimePs saturating_mul(TimePs ps, uint64_t factor) {
+  return factor != 0 && ps > kTimeNever / factor ? kTimeNever : ps * factor;
+}
 
 }  // namespace simdev

@@ -39,8 +39,6 @@ uint64_t scale_up(uint64_t value, uint64_t num, uint64_t den) {
   return clamp_u64(Wide{value} * num / den + (Wide{value} * num % den != 0 ? 1 : 0));
 }
 
-TimePs saturating_mul(TimePs a, uint64_t b) { return clamp_u64(Wide{a} * b); }
-
 uint64_t tensor_bytes_sum(const std::vector<calbin::TensorDesc>& tensors) {
   uint64_t sum = 0;
   for (const auto& tensor : tensors) {

@@ -152,6 +152,37 @@ TEST(ConformanceCli, UnwritableJunitIsBadInput) {
   }
 }
 
+// A runtime that calls exit(0) fails the clauses that reach it; the command still prints its
+// summary, writes both reports and exits 1.
+TEST(ConformanceCli, ARuntimeThatExitsFailsAndTheReportsAreWritten) {
+  const fs::path junit = scratch("exiting.xml");
+  const fs::path json = scratch("exiting.json");
+  const CalrtRun run = run_calrt(conformance_args(CALRT_EXITING_SO) + " --only VER,JOB.1,HDL" +
+                                 " --junit " + quoted(junit) + " --json " + quoted(json));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  const Terminal terminal = parse_terminal(run.output);
+  ASSERT_TRUE(terminal.verdicts.count("JOB.1")) << run.output;
+  EXPECT_EQ(terminal.verdicts.at("JOB.1"), "FAIL");
+  EXPECT_NE(run.output.find("exited with status 0 before the clause returned"), std::string::npos)
+      << run.output;
+  EXPECT_NE(terminal.summary.find(" failed"), std::string::npos) << run.output;
+  tinyxml2::XMLDocument doc;
+  EXPECT_EQ(doc.LoadFile(junit.c_str()), tinyxml2::XML_SUCCESS) << junit;
+  std::ifstream in(json);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["clauses"].size(), terminal.verdicts.size());
+}
+
+TEST(ConformanceCli, BadTimeoutsAreBadInput) {
+  for (const char* flag : {"--clause-timeout 0", "--clause-timeout nan", "--timeout -1"}) {
+    const CalrtRun run = run_calrt(conformance_args(CALRT_SIM_SO) + " " + flag);
+    EXPECT_EQ(run.exit_code, 2) << flag << "\n" << run.output;
+    EXPECT_NE(run.output.find(std::string(flag).substr(0, std::string(flag).find(' '))),
+              std::string::npos)
+        << run.output;
+  }
+}
+
 TEST(ConformanceCli, UnloadableDeviceIsBadInput) {
   const CalrtRun run = run_calrt(conformance_args("/nonexistent/libruntime.so"));
   EXPECT_EQ(run.exit_code, 2) << run.output;

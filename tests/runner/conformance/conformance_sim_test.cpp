@@ -2,9 +2,14 @@
 // (it offers every extension the clauses use); a runtime that gets a clause wrong, or throws,
 // fails that clause and leaves the process and the other clauses alone.
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstddef>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -81,6 +86,18 @@ CalrtError* throwing_get_model(Calrt_Calbin_GetModel_Args*) {
   throw std::runtime_error("runtime bug: GetModel threw");
 }
 
+// Runtimes that take their process down from inside Calbin_Create, and one that never
+// returns from Job_Wait.
+CalrtError* segfaulting_calbin_create(Calrt_Calbin_Create_Args*) {
+  std::raise(SIGSEGV);
+  return nullptr;
+}
+CalrtError* aborting_calbin_create(Calrt_Calbin_Create_Args*) { std::abort(); }
+CalrtError* exiting_calbin_create(Calrt_Calbin_Create_Args*) { std::exit(0); }
+CalrtError* hanging_job_wait(Calrt_Job_Wait_Args*) {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
 // The simulator's table with `mutate` applied, borrowing the library that `sim` keeps loaded.
 template <class Mutate>
 calrt::Api mutated(const calrt::Api& sim, CalrtApi& storage, Mutate&& mutate) {
@@ -113,6 +130,63 @@ TEST(ConformanceSim, BrokenRuntimeFailsItsClausesNotTheProcess) {
   ASSERT_EQ(cal.size(), 1u);
   EXPECT_EQ(cal[0].verdict, ClauseResult::Verdict::fail);
   EXPECT_NE(cal[0].reason.find("GetModel threw"), std::string::npos) << cal[0].reason;
+}
+
+// A runtime that segfaults, aborts or calls exit(0) ends only the process of the clause it
+// was called from: that clause fails saying how, the next clause runs, and the caller gets
+// every result (the command then writes its reports). Without the child processes the
+// first of these ended the suite, and the exit(0) made `calrt conformance` exit 0.
+TEST(ConformanceSim, ARuntimeThatEndsTheProcessFailsOnlyThatClause) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api sim = runner::open_runtime(spec);
+  static CalrtApi tables[3];
+  using Create = CalrtError* (*)(Calrt_Calbin_Create_Args*);
+  const std::pair<Create, const char*> cases[] = {
+      {&segfaulting_calbin_create, "killed by signal 11"},
+      {&aborting_calbin_create, "killed by signal 6"},
+      {&exiting_calbin_create, "exited with status 0"}};
+  for (size_t i = 0; i < 3; ++i) {
+    const calrt::Api api =
+        mutated(sim, tables[i], [&](CalrtApi& t) { t.Calbin_Create = cases[i].first; });
+    const std::vector<ClauseResult> results =
+        runner::run_conformance(api, spec, options({"VER.1", "CAL.1", "CAL.2"}));
+    ASSERT_EQ(results.size(), 3u) << cases[i].second;
+    EXPECT_EQ(results[0].verdict, ClauseResult::Verdict::pass) << results[0].reason;
+    for (size_t r = 1; r < 3; ++r) {  // CAL.2 ran after CAL.1's process had died
+      EXPECT_EQ(results[r].id, r == 1 ? "CAL.1" : "CAL.2");
+      EXPECT_EQ(results[r].verdict, ClauseResult::Verdict::fail);
+      EXPECT_NE(results[r].reason.find(cases[i].second), std::string::npos) << results[r].reason;
+    }
+  }
+}
+
+// A Job_Wait that never returns costs one clause timeout per clause that waits, the suite's
+// budget bounds the whole run, and the clauses left over are reported, not dropped.
+TEST(ConformanceSim, HungWaitsAreKilledAndTheSuiteBudgetReportsTheRest) {
+  const runner::DeviceSpec spec = runner::parse_device(CALRT_SIM_SO);
+  const calrt::Api sim = runner::open_runtime(spec);
+  static CalrtApi hanging;
+  const calrt::Api api = mutated(sim, hanging, [](CalrtApi& t) { t.Job_Wait = &hanging_job_wait; });
+  runner::ConformanceOptions o = options({"VER.1", "JOB"});
+  o.clause_timeout = std::chrono::milliseconds(300);
+  o.suite_timeout = std::chrono::milliseconds(800);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ClauseResult> results = runner::run_conformance(api, spec, o);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  size_t killed = 0, not_run = 0;
+  for (const ClauseResult& r : results) {
+    if (r.reason.find("its process was killed") != std::string::npos) ++killed;
+    if (r.reason.find("not run: the suite's --timeout") != std::string::npos) ++not_run;
+    EXPECT_LE(r.seconds, 1.0) << r.id;
+  }
+  EXPECT_EQ(
+      results.size(),
+      1 + std::count_if(runner::conformance_clauses().begin(), runner::conformance_clauses().end(),
+                        [](const runner::Clause& c) { return c.group == "JOB"; }));
+  EXPECT_GE(killed, 2u);
+  EXPECT_GE(not_run, 1u);
+  EXPECT_LT(seconds, 5.0);  // the budget, plus one clause's bound, plus process start-up
 }
 
 // calrt.h lets a runtime of an older minor version end its table before Kv_Capacity: the

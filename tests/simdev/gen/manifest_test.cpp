@@ -7,11 +7,11 @@
 #include "calbin/golden.hpp"
 #include "calbin/manifest.hpp"
 #include "gen_fixture.hpp"
-#include "simdev/gen/golden_cases.hpp"
 #include "simdev/gen/memory_layout.hpp"
-#include "simdev/gen/reference_weights.hpp"
+#include "simdev/gen/reference/golden_cases.hpp"
+#include "simdev/gen/reference/reference_weights.hpp"
 #include "simdev/gen/tiny_preset.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {

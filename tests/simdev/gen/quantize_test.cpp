@@ -1,4 +1,4 @@
-#include "simdev/gen/quantize.hpp"
+#include "simdev/gen/weights/quantize.hpp"
 
 #include <cmath>
 #include <vector>

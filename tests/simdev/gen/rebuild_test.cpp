@@ -14,7 +14,7 @@
 #include "calbin/golden.hpp"
 #include "calbin/manifest.hpp"
 #include "gen_fixture.hpp"
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 #include "simdev/gen/tiny_preset.hpp"
 
 namespace simdev::gen {

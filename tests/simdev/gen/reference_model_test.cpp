@@ -1,4 +1,4 @@
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "simdev/gen/golden_cases.hpp"
-#include "simdev/gen/reference_weights.hpp"
+#include "simdev/gen/reference/golden_cases.hpp"
+#include "simdev/gen/reference/reference_weights.hpp"
 #include "simdev/gen/tiny_preset.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen::ref {
 namespace {

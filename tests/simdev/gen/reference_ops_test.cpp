@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 #include "simdev/gen/rng.hpp"
 
 namespace simdev::gen::ref {

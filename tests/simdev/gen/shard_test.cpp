@@ -1,13 +1,13 @@
-#include "simdev/gen/shard.hpp"
+#include "simdev/gen/weights/shard.hpp"
 
 #include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "simdev/gen/param_blocks.hpp"
 #include "simdev/gen/tiny_preset.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/param_blocks.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {

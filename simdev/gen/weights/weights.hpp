@@ -9,7 +9,7 @@
 
 #include "calbin/manifest.hpp"
 #include "simdev/gen/model_config.hpp"
-#include "simdev/gen/quantize.hpp"
+#include "simdev/gen/weights/quantize.hpp"
 
 namespace simdev::gen {
 

@@ -1,4 +1,4 @@
-#include "simdev/gen/reference_weights.hpp"
+#include "simdev/gen/reference/reference_weights.hpp"
 
 #include <string>
 

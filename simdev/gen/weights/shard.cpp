@@ -1,4 +1,4 @@
-#include "simdev/gen/shard.hpp"
+#include "simdev/gen/weights/shard.hpp"
 
 #include <cassert>
 #include <cstring>

@@ -6,8 +6,8 @@
 
 #include "calbin/result.hpp"
 #include "simdev/gen/model_config.hpp"
-#include "simdev/gen/reference_model.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 

@@ -1,7 +1,7 @@
-#include "simdev/gen/qwen3_30b_a3b_preset.hpp"
+#include "simdev/gen/timing/qwen3_30b_a3b_preset.hpp"
 
-#include "simdev/gen/timing_calbin.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/timing/timing_calbin.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {

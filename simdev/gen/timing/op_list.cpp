@@ -1,8 +1,8 @@
-#include "simdev/gen/op_list.hpp"
+#include "simdev/gen/timing/op_list.hpp"
 
 #include <string>
 
-#include "simdev/gen/op_builders.hpp"
+#include "simdev/gen/timing/op_builders.hpp"
 
 namespace simdev::gen {
 namespace {

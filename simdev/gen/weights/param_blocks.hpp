@@ -11,7 +11,7 @@
 
 #include "calbin/manifest.hpp"
 #include "simdev/gen/model_config.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 

@@ -1,4 +1,4 @@
-#include "simdev/gen/golden_cases.hpp"
+#include "simdev/gen/reference/golden_cases.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,10 +1,10 @@
-#include "simdev/gen/timing_calbin.hpp"
+#include "simdev/gen/timing/timing_calbin.hpp"
 
 #include <algorithm>
 #include <fstream>
 
 #include "simdev/gen/calbin_description.hpp"
-#include "simdev/gen/declared_weights.hpp"
+#include "simdev/gen/timing/declared_weights.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,10 +1,10 @@
-#include "simdev/gen/moe_op_list.hpp"
+#include "simdev/gen/timing/moe_op_list.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "simdev/gen/op_builders.hpp"
-#include "simdev/gen/quantize.hpp"
+#include "simdev/gen/timing/op_builders.hpp"
+#include "simdev/gen/weights/quantize.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,9 +1,9 @@
-#include "simdev/gen/llm_models.hpp"
+#include "simdev/gen/timing/llm_models.hpp"
 
 #include <string>
 
-#include "simdev/gen/moe_op_list.hpp"
-#include "simdev/gen/op_list.hpp"
+#include "simdev/gen/timing/moe_op_list.hpp"
+#include "simdev/gen/timing/op_list.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,5 +1,5 @@
 // The FP32 reference forward pass of calbin/MODEL.md, a block of tokens at a time.
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,4 +1,4 @@
-#include "simdev/gen/op_builders.hpp"
+#include "simdev/gen/timing/op_builders.hpp"
 
 namespace simdev::gen::ops {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "calbin/manifest.hpp"
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 

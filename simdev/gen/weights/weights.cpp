@@ -1,4 +1,4 @@
-#include "simdev/gen/weights.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 #include "calbin/bf16.hpp"
 #include "simdev/gen/rng.hpp"

@@ -9,7 +9,7 @@
 
 #include "calbin/golden.hpp"
 #include "simdev/gen/model_config.hpp"
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 
 namespace simdev::gen {
 

@@ -1,10 +1,10 @@
-#include "simdev/gen/param_blocks.hpp"
+#include "simdev/gen/weights/param_blocks.hpp"
 
 #include <bit>
 #include <cstring>
 #include <fstream>
 
-#include "simdev/gen/shard.hpp"
+#include "simdev/gen/weights/shard.hpp"
 
 namespace simdev::gen {
 namespace {

@@ -1,10 +1,10 @@
-#include "simdev/gen/declared_weights.hpp"
+#include "simdev/gen/timing/declared_weights.hpp"
 
 #include <string>
 
-#include "simdev/gen/param_blocks.hpp"
-#include "simdev/gen/quantize.hpp"
-#include "simdev/gen/shard.hpp"
+#include "simdev/gen/weights/param_blocks.hpp"
+#include "simdev/gen/weights/quantize.hpp"
+#include "simdev/gen/weights/shard.hpp"
 
 namespace simdev::gen {
 namespace {

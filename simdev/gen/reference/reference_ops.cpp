@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "simdev/gen/reference_model.hpp"
+#include "simdev/gen/reference/reference_model.hpp"
 
 namespace simdev::gen::ref {
 
