@@ -134,13 +134,32 @@ void check_chip_mask(const CheckContext& c, CheckResult& result) {
     fail_check(result, c.manifest_file + ": chip_mask " + std::to_string(m.chip_mask) +
                            " does not name exactly chips 0.." + std::to_string(m.chips - 1));
   }
-  for (size_t i = 0; i < m.param_blocks.size(); ++i) {
-    const ParamBlock& block = m.param_blocks[i];
-    if (block.chip_mask == 0 || (block.chip_mask & ~m.chip_mask)) {
-      fail_check(result, c.manifest_file + ": param_blocks[" + std::to_string(i) + "] \"" +
-                             block.name + "\".chip_mask " + std::to_string(block.chip_mask) +
+  // Every piece of the calbin that lives on chips names at least one, and only chips the
+  // device has: a weight shard on chip 4 of a two-chip calbin would otherwise pass here and
+  // fail only when a smoke loads it.
+  const auto check_mask = [&](const std::string& what, uint32_t mask) {
+    if (mask == 0 || (mask & ~m.chip_mask) != 0) {
+      fail_check(result, c.manifest_file + ": " + what + ".chip_mask " + std::to_string(mask) +
                              " is empty or names a chip outside chip_mask " +
                              std::to_string(m.chip_mask));
+    }
+  };
+  for (size_t i = 0; i < m.param_blocks.size(); ++i) {
+    check_mask("param_blocks[" + std::to_string(i) + "] \"" + m.param_blocks[i].name + "\"",
+               m.param_blocks[i].chip_mask);
+  }
+  for (size_t i = 0; i < m.weights.size(); ++i) {
+    check_mask("weights[" + std::to_string(i) + "] \"" + m.weights[i].name + "\".shard",
+               m.weights[i].shard.chip_mask);
+  }
+  for (const Model& model : m.models) {
+    for (const auto* list : {&model.inputs, &model.outputs}) {
+      const char* side = list == &model.inputs ? "inputs" : "outputs";
+      for (size_t i = 0; i < list->size(); ++i) {
+        check_mask("models \"" + model.name + "\"." + side + "[" + std::to_string(i) + "] \"" +
+                       (*list)[i].name + "\"",
+                   (*list)[i].chip_mask);
+      }
     }
   }
 }

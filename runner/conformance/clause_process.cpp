@@ -21,9 +21,7 @@ ChildVerdict failed(std::string reason) {
   return ChildVerdict{ChildVerdict::Kind::fail, std::move(reason)};
 }
 
-std::string errno_text(const char* what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // The child's report: one verdict byte, then the reason.
 void report_and_exit(int fd, const ChildVerdict& verdict) {
@@ -47,8 +45,8 @@ std::string describe_end(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
     const char* name = ::strsignal(signal);
-    return "the process running the clause was killed by signal " + std::to_string(signal) +
-           " (" + (name != nullptr ? name : "unknown") + ") before the clause returned";
+    return "the process running the clause was killed by signal " + std::to_string(signal) + " (" +
+           (name != nullptr ? name : "unknown") + ") before the clause returned";
   }
   if (WIFEXITED(status)) {
     return "the process running the clause exited with status " +

@@ -43,15 +43,13 @@ std::string firmware_crash(const At& at) {
 
 std::string ecc_uncorrectable(const At& at) {
   const uint32_t chip = at.spec.chip;
-  const std::optional<std::string> flipped =
-      at.device.flip_kv_bit(at.job, chip, at.injection.draw);
+  const std::optional<std::string> flipped = at.device.flip_kv_bit(at.job, chip, at.injection.draw);
   const std::string what = "uncorrectable ECC error on chip " + std::to_string(chip) +
                            " in the KV of " + job_label(at.job) +
                            (flipped ? " (" + *flipped + " flipped)" : " (no KV contents)");
   at.device.count_uncorrected(chip);
   at.device.stop_chip(chip, CALRT_CHIP_DEGRADED, what);
-  at.device.raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, at.spec.persistent,
-                               what);
+  at.device.raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, at.spec.persistent, what);
   at.device.fail_job_now(at.job, CALRT_ECC_UNCORRECTABLE, job_label(at.job) + ": " + what);
   return what;
 }

@@ -33,8 +33,7 @@ class FaultEffects {
   virtual void throttle_chip(uint32_t chip, TimePs until, uint32_t factor) = 0;
   // Flips one bit of the job's KV on `chip` ("layer 1 key slot 3 bit 5"); nullopt when the
   // job holds no KV.
-  virtual std::optional<std::string> flip_kv_bit(const Job& job, uint32_t chip,
-                                                 uint64_t draw) = 0;
+  virtual std::optional<std::string> flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) = 0;
   virtual uint32_t chip_count() const = 0;
 
  protected:

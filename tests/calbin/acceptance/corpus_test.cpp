@@ -176,6 +176,19 @@ std::vector<Member> corpus() {
        }},
       {"param_block_on_missing_chip", "chips.mask",
        [](const Scratch& s) { s.edit([](json& j) { j["param_blocks"][1]["chip_mask"] = 4; }); }},
+      // Each of these passed `check` before chips.mask looked past the param blocks.
+      {"weight_shard_on_missing_chip", "chips.mask",
+       [](const Scratch& s) {
+         s.edit([](json& j) { j["weights"][3]["shard"]["chip_mask"] = 4; });
+       }},
+      {"input_tensor_on_missing_chip", "chips.mask",
+       [](const Scratch& s) {
+         s.edit([](json& j) { model_of_type(j, "prefill")["inputs"][0]["chip_mask"] = 7; });
+       }},
+      {"logits_on_no_chip", "chips.mask",
+       [](const Scratch& s) {
+         s.edit([](json& j) { model_of_type(j, "decode")["outputs"][0]["chip_mask"] = 0; });
+       }},
       {"reservation_overflows_64_bits", "reservations.bounds",
        [](const Scratch& s) {
          s.edit([](json& j) { reservation(j, "guard", 1)["base"] = UINT64_MAX - 4095; });
