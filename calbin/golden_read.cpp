@@ -153,6 +153,17 @@ Result<GoldenSet> read_golden_index(const fs::path& index_path) {
   } catch (const std::exception& error) {
     return fail(label, "", std::string("unexpected error: ") + error.what());
   }
+  // A smoke reports and selects cases by name: two of one name would make `--cases` and the
+  // report ambiguous.
+  for (size_t i = 0; i < index.set.cases.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (index.set.cases[j].name == index.set.cases[i].name) {
+        return fail(label, "cases[" + std::to_string(i) + "].name",
+                    "\"" + index.set.cases[i].name + "\" is also the name of cases[" +
+                        std::to_string(j) + "]");
+      }
+    }
+  }
   for (size_t i = 0; i < index.set.cases.size(); ++i) {
     Result<void> loaded = load_case(dir, label, index.set, i, index.files[i], index.set.cases[i]);
     if (!loaded) {

@@ -58,6 +58,7 @@ void check_params_in_file(const CheckContext&, CheckResult&);
 void check_ping_pong_aliasing(const CheckContext&, CheckResult&);
 void check_memory_unit(const CheckContext&, CheckResult&);
 void check_memory_capacity(const CheckContext&, CheckResult&);
+void check_golden_index(const CheckContext&, CheckResult&);
 void check_service_models(const CheckContext&, CheckResult&);
 void check_service_dimensions(const CheckContext&, CheckResult&);
 void check_service_chip_mask(const CheckContext&, CheckResult&);

@@ -46,6 +46,8 @@ constexpr std::array kManifestChecks = {
              acceptance::check_memory_unit},
     CheckDef{"memory.capacity", "the per-chip capacity inequality holds",
              acceptance::check_memory_capacity},
+    CheckDef{"golden.index", "the golden set is inside the calbin, listed, and agrees with it",
+             acceptance::check_golden_index},
 };
 
 constexpr std::array kServiceChecks = {

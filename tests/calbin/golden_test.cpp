@@ -144,6 +144,15 @@ TEST(Golden, IndexErrorsNameTheField) {
   EXPECT_NE(error.message.find("negative value -1"), std::string::npos);
 }
 
+// Accepted before: the second case of a name shadowed the first in `--cases` and reports.
+TEST(Golden, DuplicateCaseNamesAreRefused) {
+  TempDir dir;
+  const Error error = index_error(
+      dir, [](nlohmann::json& index) { index["cases"][1]["name"] = index["cases"][0]["name"]; });
+  EXPECT_EQ(error.field, "cases[1].name");
+  EXPECT_NE(error.message.find("is also the name of cases[0]"), std::string::npos) << error.message;
+}
+
 TEST(Golden, MissingArrayFile) {
   TempDir dir;
   ASSERT_TRUE(write_golden(dir.path(), sample_set()));

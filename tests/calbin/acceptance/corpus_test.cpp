@@ -189,6 +189,17 @@ std::vector<Member> corpus() {
        [](const Scratch& s) {
          s.edit([](json& j) { model_of_type(j, "decode")["outputs"][0]["chip_mask"] = 0; });
        }},
+      // Each of these passed `check` before golden.index existed.
+      {"golden_index_missing", "golden.index",
+       [](const Scratch& s) {
+         s.edit([](json& j) { j["golden"]["index"] = "golden/other.json"; });
+       }},
+      {"golden_index_escapes", "golden.index",
+       [](const Scratch& s) {
+         s.edit([](json& j) { j["golden"]["index"] = "../golden/golden.json"; });
+       }},
+      {"golden_index_is_a_directory", "golden.index",
+       [](const Scratch& s) { s.edit([](json& j) { j["golden"]["index"] = "golden"; }); }},
       {"reservation_overflows_64_bits", "reservations.bounds",
        [](const Scratch& s) {
          s.edit([](json& j) { reservation(j, "guard", 1)["base"] = UINT64_MAX - 4095; });
