@@ -1,4 +1,5 @@
 #include "runner/core/device_select.hpp"
+#include "simdev/service/endpoint.hpp"
 
 #include <dlfcn.h>
 
@@ -43,6 +44,10 @@ DeviceSpec parse_backend(const std::string& text, const std::string& kind, uint3
   if (text == "sim") {
     spec.backend = DeviceSpec::Backend::in_process;
   } else if (text.rfind("unix:", 0) == 0 || text.rfind("tcp:", 0) == 0) {
+    // A malformed endpoint is bad input, refused before anything runs (not a device failure).
+    if (auto endpoint = simdev::service::parse_endpoint(text); !endpoint) {
+      throw std::invalid_argument("--device: " + endpoint.error());
+    }
     spec.backend = DeviceSpec::Backend::service;
     spec.target = text;  // the endpoint, as calrt_client_get_api takes it
   } else {

@@ -1,4 +1,5 @@
 #include "simdev/service/client/connection.hpp"
+#include "simdev/service/endpoint.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,39 +34,23 @@ Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadli
   sockaddr_storage address{};
   socklen_t address_size = 0;
   int family = AF_UNIX;
-  if (endpoint.rfind("unix:", 0) == 0) {
-    const std::string path = endpoint.substr(5);
+  auto parsed = parse_endpoint(endpoint);
+  if (!parsed) {
+    return fail(CALRT_INVALID_ARGUMENT, parsed.error());
+  }
+  if (parsed->kind == Endpoint::Kind::unix_socket) {
     sockaddr_un un{};
     un.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(un.sun_path)) {
-      return fail(CALRT_INVALID_ARGUMENT, "service endpoint '" + endpoint +
-                                              "': the socket path is empty or longer than " +
-                                              std::to_string(sizeof(un.sun_path) - 1) + " bytes");
-    }
-    std::memcpy(un.sun_path, path.data(), path.size());
+    std::memcpy(un.sun_path, parsed->path.data(), parsed->path.size());
     std::memcpy(&address, &un, sizeof un);
     address_size = static_cast<socklen_t>(sizeof un);
-  } else if (endpoint.rfind("tcp:", 0) == 0) {
-    const std::string rest = endpoint.substr(4);
-    const size_t colon = rest.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-      return fail(CALRT_INVALID_ARGUMENT,
-                  "service endpoint '" + endpoint + "': expected tcp:HOST:PORT");
-    }
-    const std::string host = rest.substr(0, colon);
-    const std::string port = rest.substr(colon + 1);
-    // getaddrinfo takes 107777 and connects to 107777 mod 65536: check the range first.
-    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(port) < 1 || std::stoul(port) > 65535) {
-      return fail(CALRT_INVALID_ARGUMENT, "service endpoint '" + endpoint + "': port '" + port +
-                                              "' is not a number in 1..65535");
-    }
+  } else {
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     addrinfo* found = nullptr;
-    if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (const int rc = getaddrinfo(parsed->host.c_str(), parsed->port.c_str(), &hints, &found);
         rc != 0 || found == nullptr) {
       return fail(CALRT_INVALID_ARGUMENT,
                   "service endpoint '" + endpoint + "': " + std::string(gai_strerror(rc)));
@@ -74,9 +59,6 @@ Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadli
     address_size = found->ai_addrlen;
     family = AF_INET;
     freeaddrinfo(found);
-  } else {
-    return fail(CALRT_INVALID_ARGUMENT,
-                "service endpoint '" + endpoint + "': expected unix:PATH or tcp:HOST:PORT");
   }
 
   const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -211,6 +211,18 @@ std::vector<BadInput> bad_inputs() {
       {"unknown_case",
        [](const fs::path& c, const fs::path&) { return quoted(c) + " --cases len17,nope"; },
        {"--cases", "'nope'"}},
+      // Malformed service endpoints: bad input, not a failed device step (exit 1 before).
+      {"endpoint_unix_empty",
+       [](const fs::path& c, const fs::path&) { return quoted(c) + " --device unix:"; },
+       {"--device", "'unix:'", "socket path is empty"}},
+      {"endpoint_tcp_no_port",
+       [](const fs::path& c, const fs::path&) { return quoted(c) + " --device tcp:127.0.0.1"; },
+       {"--device", "'tcp:127.0.0.1'", "expected tcp:HOST:PORT"}},
+      {"endpoint_tcp_port_out_of_range",
+       [](const fs::path& c, const fs::path&) {
+         return quoted(c) + " --device tcp:127.0.0.1:107777";
+       },
+       {"--device", "port '107777'", "1..65535"}},
       {"runtime_library_missing",
        [](const fs::path& c, const fs::path& s) {
          return quoted(c) + " --device " + quoted(s / "libnothing.so");
