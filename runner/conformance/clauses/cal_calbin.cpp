@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <utility>
+#include <vector>
 #include "runner/conformance/clauses/clauses.hpp"
 
 namespace runner {
@@ -188,6 +190,46 @@ void cal_descriptors(ClauseContext& ctx) {
   }
 }
 
+// Model names are compared exactly by every call that takes one: a prefix, an extension and
+// a case-changed spelling of a real name are NOT_FOUND (and Job_Submit creates no job). A
+// runtime that folds case or matches prefixes runs a model the caller did not name.
+void cal_exact_names(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  const std::string real = f.prefill.name();
+  std::string upper = real;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::string lower = real;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::vector<std::pair<std::string, const char*>> variants = {
+      {real.substr(0, real.size() - 1), "a prefix"}, {real + "_", "an extension"}};
+  if (upper != real) {
+    variants.emplace_back(upper, "upper case");
+  }
+  if (lower != real) {
+    variants.emplace_back(lower, "lower case");
+  }
+  for (const auto& [name, what] : variants) {
+    const std::string quoted = "'" + name + "' (" + what + " of '" + real + "')";
+    auto tensor = args_of<Calrt_Calbin_GetTensor_Args>();
+    tensor.calbin = f.calbin.get();
+    tensor.model_name = name.c_str();
+    tensor.direction = CALRT_INPUT;
+    tensor.index = 0;
+    expect_code(CONF_CALL(ctx, Calbin_GetTensor, tensor), CALRT_NOT_FOUND,
+                "Calbin_GetTensor of model " + quoted);
+    auto csr = args_of<Calrt_Calbin_GetCsr_Args>();
+    csr.calbin = f.calbin.get();
+    csr.model_name = name.c_str();
+    csr.index = 0;
+    expect_code(CONF_CALL(ctx, Calbin_GetCsr, csr), CALRT_NOT_FOUND,
+                "Calbin_GetCsr of model " + quoted);
+    expect_code(ctx.submit_raw(f, name, f.prefill.input.get(), f.prefill.output.get()),
+                CALRT_NOT_FOUND, "Job_Submit of model " + quoted);
+  }
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_cal() {
@@ -197,6 +239,7 @@ std::vector<Clause> clauses_cal() {
       {"CAL.3", "CAL", "LLM info matches the calbin", cal_info},
       {"CAL.4", "CAL", "model list", cal_models},
       {"CAL.5", "CAL", "tensor and CSR descriptors", cal_descriptors},
+      {"CAL.6", "CAL", "model names are exact", cal_exact_names},
   };
 }
 

@@ -174,6 +174,39 @@ void job_watchdog(ClauseContext& ctx) {
       fmt::format("device is {} after the watchdog, expected FAULTED", calrt::to_string(state)));
 }
 
+// Job_Wait's own `state` out field, which the C++ wrapper drops: written on every success,
+// inside the enum, and telling the same as Job_Status. Each wait starts with a state the
+// answer must overwrite, so an unwritten field shows.
+void job_wait_state(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  const auto wait_with = [&](calrt::Job& job, uint64_t timeout_ns, CalrtJobState planted) {
+    auto args = args_of<Calrt_Job_Wait_Args>();
+    args.job = job.get();
+    args.timeout_ns = timeout_ns;
+    args.state = planted;
+    expect_code(CONF_CALL(ctx, Job_Wait, args), CALRT_OK, "Job_Wait");
+    const int state = static_cast<int>(args.state);
+    require(state > 0 && state < CALRT_JOB_STATE_COUNT_,
+            fmt::format("Job_Wait's state is {}, outside CalrtJobState", state));
+    return args;
+  };
+  calrt::Job held = ctx.submit_held(f, f.prefill);
+  const auto early = wait_with(held, 1000, CALRT_JOB_COMPLETED);
+  if (early.result == CALRT_WAIT_NOT_READY) {
+    require(early.state == CALRT_JOB_SUBMITTED || early.state == CALRT_JOB_RUNNING,
+            fmt::format("a NOT_READY Job_Wait reports state {} (planted COMPLETED), not "
+                        "SUBMITTED or RUNNING",
+                        static_cast<int>(early.state)));
+  }
+  held.cancel();
+  const auto late = wait_with(held, 30'000'000'000ull, CALRT_JOB_RUNNING);
+  require(late.result == CALRT_WAIT_READY, "a cancelled job's 30 s Job_Wait is not READY");
+  const calrt::JobStatus status = held.status();
+  require(static_cast<int>(late.state) == static_cast<int>(status.state),
+          fmt::format("Job_Wait reports state {} (planted RUNNING) but Job_Status {}",
+                      static_cast<int>(late.state), static_cast<int>(status.state)));
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_job() {
@@ -186,6 +219,7 @@ std::vector<Clause> clauses_job() {
       {"JOB.6", "JOB", "complete after NOT_READY", job_complete_after_not_ready},
       {"JOB.7", "JOB", "destroy cancels", job_destroy_cancels},
       {"JOB.8", "JOB", "watchdog ends a hung job", job_watchdog},
+      {"JOB.9", "JOB", "wait reports the job's state", job_wait_state},
   };
 }
 

@@ -113,6 +113,37 @@ void ver_smaller_struct(ClauseContext& ctx) {
   expect_code(CONF_CALL(ctx, Job_Wait, wait), CALRT_STRUCT_TOO_SMALL,
               "Job_Wait with struct_size 0");
   job.wait(kClauseWait);
+
+  // Every other entry that takes an args struct and leaves the objects alive, each with
+  // valid handles, so that only the size is wrong.
+#define CONF_SMALL(Field, ...)                                        \
+  do {                                                                \
+    auto small = args_of<Calrt_##Field##_Args>();                     \
+    __VA_ARGS__;                                                      \
+    small.struct_size -= 1;                                           \
+    expect_code(CONF_CALL(ctx, Field, small), CALRT_STRUCT_TOO_SMALL, \
+                #Field " with struct_size - 1");                      \
+  } while (0)
+  const std::string model = f.prefill.name();
+  CONF_SMALL(Device_ChipStatus, small.device = f.device.get());
+  CONF_SMALL(Device_SetParallelMode, small.device = f.device.get());
+  CONF_SMALL(Calbin_GetModel, small.calbin = f.calbin.get());
+  CONF_SMALL(Calbin_GetTensor, small.calbin = f.calbin.get(); small.model_name = model.c_str();
+             small.direction = CALRT_INPUT);
+  CONF_SMALL(Calbin_GetCsr, small.calbin = f.calbin.get(); small.model_name = model.c_str());
+  CONF_SMALL(Buffer_GetCsr, small.buffer = f.prefill.input.get());
+  CONF_SMALL(Buffer_SetCsr, small.buffer = f.prefill.input.get());
+  CONF_SMALL(Buffer_Map, small.buffer = f.prefill.output.get());
+  CONF_SMALL(Buffer_Unmap, small.buffer = f.prefill.output.get());
+  // Job_Status also takes its first version, which ends at end_time_ns: one byte less.
+  CONF_SMALL(Job_Status, small.job = job.get();
+             small.struct_size = CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns));
+  CONF_SMALL(Job_Cancel, small.job = job.get());
+  CONF_SMALL(Kv_Allocate, small.calbin = f.calbin.get(); small.capacity_tokens = 1);
+  CONF_SMALL(Kv_Info, small.kv = f.kv.get());
+  CONF_SMALL(Kv_Clear, small.kv = f.kv.get());
+  CONF_SMALL(Kv_Capacity, small.calbin = f.calbin.get());
+#undef CONF_SMALL
 }
 
 // An args struct followed by bytes the runtime must neither need nor write.

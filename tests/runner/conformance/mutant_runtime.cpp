@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -131,11 +132,25 @@ CalrtError* recoded(Args* args) {
 
 // ---------------------------------------------------------------------------------------
 // substring-model-name: a model name that is part of exactly one real name is taken for it.
+// case-insensitive-model-name: a name that differs from exactly one real name only in case.
 // ---------------------------------------------------------------------------------------
+using NameMatch = bool (*)(const std::string& candidate, const std::string& asked);
 
-// The one model of `calbin` whose name contains `name` without being it; empty when there
-// is none or more than one.
-std::string widen_model_name(CalrtCalbin* calbin, const char* name) {
+bool is_substring_of(const std::string& candidate, const std::string& asked) {
+  return candidate != asked && candidate.find(asked) != std::string::npos;
+}
+
+bool equals_ignoring_case(const std::string& candidate, const std::string& asked) {
+  return candidate != asked && candidate.size() == asked.size() &&
+         std::equal(candidate.begin(), candidate.end(), asked.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+// The one model of `calbin` whose name `match`es `name`; empty when there is none or more
+// than one.
+std::string loose_model_name(CalrtCalbin* calbin, const char* name, NameMatch match) {
   auto info = make_args<Calrt_Calbin_GetInfo_Args>(CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE);
   info.calbin = calbin;
   if (CalrtError* error = sim().Calbin_GetInfo(&info)) {
@@ -153,7 +168,7 @@ std::string widen_model_name(CalrtCalbin* calbin, const char* name) {
       continue;
     }
     const std::string candidate = model.name != nullptr ? model.name : "";
-    if (candidate != name && candidate.find(name) != std::string::npos) {
+    if (match(candidate, name)) {
       found = candidate;
       ++matches;
     }
@@ -161,27 +176,44 @@ std::string widen_model_name(CalrtCalbin* calbin, const char* name) {
   return matches == 1 ? found : std::string();
 }
 
+template <NameMatch Match>
+struct LooseName {
+  template <class Args, Entry<Args>* CalrtApi::*Field>
+  static CalrtError* call(Args* args) {
+    CalrtError* error = (sim().*Field)(args);
+    if (code_of(error) != CALRT_NOT_FOUND || args->model_name == nullptr) {
+      return error;
+    }
+    const std::string real = loose_model_name(args->calbin, args->model_name, Match);
+    if (real.empty()) {
+      return error;
+    }
+    destroy(error);
+    const char* asked = args->model_name;
+    args->model_name = real.c_str();
+    error = (sim().*Field)(args);
+    args->model_name = asked;  // borrowed from the caller: hand it back as it was
+    return error;
+  }
+};
 template <class Args, Entry<Args>* CalrtApi::*Field>
 CalrtError* substring_model_name(Args* args) {
-  CalrtError* error = (sim().*Field)(args);
-  if (code_of(error) != CALRT_NOT_FOUND || args->model_name == nullptr) {
-    return error;
-  }
-  const std::string real = widen_model_name(args->calbin, args->model_name);
-  if (real.empty()) {
-    return error;
-  }
-  destroy(error);
-  const char* asked = args->model_name;
-  args->model_name = real.c_str();
-  error = (sim().*Field)(args);
-  args->model_name = asked;  // borrowed from the caller: hand it back as it was
-  return error;
+  return LooseName<&is_substring_of>::call<Args, Field>(args);
+}
+template <class Args, Entry<Args>* CalrtApi::*Field>
+CalrtError* case_folded_model_name(Args* args) {
+  return LooseName<&equals_ignoring_case>::call<Args, Field>(args);
 }
 
 void apply_substring_model_name(CalrtApi& table) {
   MUTANT_WRAP(table, Buffer_Create, substring_model_name);
   MUTANT_WRAP(table, Job_Submit, substring_model_name);
+}
+
+void apply_case_insensitive_model_name(CalrtApi& table) {
+  MUTANT_WRAP(table, Calbin_GetTensor, case_folded_model_name);
+  MUTANT_WRAP(table, Calbin_GetCsr, case_folded_model_name);
+  MUTANT_WRAP(table, Job_Submit, case_folded_model_name);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -452,6 +484,11 @@ CalrtError* accept_small_struct(Args* args) {
   return error;
 }
 
+// small-struct-kv-info: the same, in Kv_Info only (VER.5 used to try four entries).
+void apply_small_struct_kv_info(CalrtApi& table) {
+  MUTANT_WRAP(table, Kv_Info, accept_small_struct);
+}
+
 void apply_wrong_struct_size(CalrtApi& table) {
 #define MUTANT_ACCEPT_SMALL(Field) MUTANT_WRAP(table, Field, accept_small_struct);
   MUTANT_FOR_EACH_FALLIBLE_ENTRY(MUTANT_ACCEPT_SMALL)
@@ -521,7 +558,18 @@ CalrtError* status_wrong_abi(Calrt_Device_Status_Args* args) {
   return error;
 }
 
+// wait-state-unwritten: Job_Wait leaves its `state` out field as the caller set it.
+CalrtError* wait_state_unwritten(Calrt_Job_Wait_Args* args) {
+  const CalrtJobState planted = args != nullptr ? args->state : CALRT_JOB_SUBMITTED;
+  CalrtError* error = sim().Job_Wait(args);
+  if (args != nullptr) {
+    args->state = planted;
+  }
+  return error;
+}
+
 void apply_none(CalrtApi&) {}
+void apply_wait_state_unwritten(CalrtApi& table) { table.Job_Wait = &wait_state_unwritten; }
 void apply_ignore_wait_timeout(CalrtApi& table) { table.Job_Wait = &job_wait_stretched; }
 void apply_reset_keeps_faulted(CalrtApi& table) { table.Device_Reset = &reset_faulted_noop; }
 void apply_cancel_ignored(CalrtApi& table) { table.Job_Cancel = &cancel_ignored; }
@@ -1044,6 +1092,10 @@ constexpr std::array kDefinitions = {
                 "exact model names: a name that is part of exactly one model's name is taken "
                 "for it (Buffer_Create, Job_Submit)"},
                &apply_substring_model_name},
+    Definition{{"case-insensitive-model-name",
+                "exact model names: a name that differs from one model's only in case is taken "
+                "for it (Calbin_GetTensor, Calbin_GetCsr, Job_Submit)"},
+               &apply_case_insensitive_model_name},
     Definition{{"kv-overflow-success",
                 "KV_EXHAUSTED and OUT_OF_RANGE of Kv_Allocate: it succeeds with a handle that "
                 "owns no KV"},
@@ -1061,6 +1113,9 @@ constexpr std::array kDefinitions = {
     Definition{{"wrong-struct-size",
                 "STRUCT_TOO_SMALL: an args struct smaller than this ABI's is accepted"},
                &apply_wrong_struct_size},
+    Definition{
+        {"small-struct-kv-info", "STRUCT_TOO_SMALL of Kv_Info: a smaller args struct is accepted"},
+        &apply_small_struct_kv_info},
     Definition{{"any-major", "CalrtGetApi: answers every major version with this table"},
                &apply_none},
     Definition{
@@ -1133,6 +1188,8 @@ constexpr std::array kDefinitions = {
     Definition{
         {"lost-wakeup", "Job_Wait: after one NOT_READY, every later wait on the job is NOT_READY"},
         &apply_lost_wakeup},
+    Definition{{"wait-state-unwritten", "Job_Wait's state out field: left as the caller set it"},
+               &apply_wait_state_unwritten},
     Definition{{"destroy-leaves-job-running",
                 "Job_Destroy of a job in flight: the job is neither cancelled nor its buffers "
                 "released"},

@@ -49,8 +49,9 @@ const std::vector<Control>& controls() {
   static const std::vector<Control> list = {
       // BUF.1: a truncated model name is taken for the real one. JOB.2 submits under an
       // "unknown model name", which the runner picks so that it is part of no model's name:
-      // the substring Job_Submit accepts goes unnoticed there (reported to the lead).
-      {CALRT_NEG_substring_model_name, "substring-model-name", {"BUF.1"}},
+      // the substring Job_Submit accepts goes unnoticed there. CAL.6 catches it: Job_Submit
+      // of the prefill model's name without its last character runs the prefill.
+      {CALRT_NEG_substring_model_name, "substring-model-name", {"BUF.1", "CAL.6"}},
       // KV.2: context + 1 is allocated; KV.3: allocations never run out. KV.4 allocates 8
       // tokens, which fit, and the job past them is still refused by the device.
       {CALRT_NEG_kv_overflow_success, "kv-overflow-success", {"KV.2", "KV.3"}},
@@ -94,6 +95,7 @@ const std::vector<Breaker>& breakers() {
       {"VER.2", "any-major"},
       {"VER.3", "short-table"},
       {"VER.5", "wrong-struct-size"},
+      {"VER.5", "small-struct-kv-info"},
       {"VER.6", "larger-struct-rejected"},
       {"HDL.1", "query-invalid-handle-ok"},
       {"HDL.2", "query-invalid-handle-ok"},
@@ -108,6 +110,7 @@ const std::vector<Breaker>& breakers() {
       {"CAL.3", "info-wrong-vocab"},
       {"CAL.4", "model-index-unchecked"},
       {"CAL.5", "tensor-index-unchecked"},
+      {"CAL.6", "case-insensitive-model-name"},
       {"CFG.1", "configure-no-memory"},
       {"CFG.2", "configure-no-memory"},
       {"CFG.3", "configure-twice-ok"},
@@ -131,6 +134,7 @@ const std::vector<Breaker>& breakers() {
       {"JOB.6", "lost-wakeup"},
       {"JOB.7", "destroy-leaves-job-running"},
       {"JOB.8", "device-fault-as-request"},
+      {"JOB.9", "wait-state-unwritten"},
       {"PAR.1", "parallel-mode-ignored"},
       {"PAR.2", "parallel-mode-ignored"},
       {"PAR.3", "parallel-mode-ignored"},
@@ -327,10 +331,19 @@ TEST_P(ClauseBreaker, ClauseFailsUnderItsMutation) {
       << runner::to_string(results.front().verdict) << " " << results.front().reason;
 }
 
+// Named after the clause, and after the mutation too when a clause has several breakers.
 INSTANTIATE_TEST_SUITE_P(Clauses, ClauseBreaker, testing::ValuesIn(breakers()),
                          [](const testing::TestParamInfo<Breaker>& param) {
+                           size_t breakers_of_clause = 0;
+                           for (const Breaker& b : breakers()) {
+                             breakers_of_clause += std::string(b.clause) == param.param.clause;
+                           }
                            std::string name = param.param.clause;
+                           if (breakers_of_clause > 1) {
+                             name += std::string("_") + param.param.mutation;
+                           }
                            std::replace(name.begin(), name.end(), '.', '_');
+                           std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
 
