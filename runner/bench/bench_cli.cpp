@@ -93,13 +93,16 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "fixed cost of each host phase in the host-time model, ns")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}))
       ->capture_default_str();
-  app.add_option("--json", o.json, "write the JSON report (schema calrt-bench/1) atomically");
+  app.add_option("--json", o.json, "write the JSON report (schema calrt-bench/1) atomically")
+      ->check(output_path());
   app.add_option("--csv", o.csv,
                  "write the CSV report atomically: mode,metric,clock,unit,count,min,p50,p90,"
-                 "p99,max,mean");
+                 "p99,max,mean")
+      ->check(output_path());
   app.add_option("--trace", o.trace,
                  "write a Chrome trace event JSON timeline (Perfetto, chrome://tracing): one "
-                 "track per chip, PCIe H2D/D2H, D2D, queue, and the host");
+                 "track per chip, PCIe H2D/D2H, D2D, queue, and the host")
+      ->check(output_path());
   app.add_option("--trace-capacity", o.trace_capacity,
                  "device trace buffer in events (0: the runtime's default); drained after "
                  "every job")

@@ -23,8 +23,10 @@ void add_conformance_options(CLI::App& app, ConformanceCommandOptions& o) {
                  "and the reports are still written (0: no limit)")
       ->capture_default_str()
       ->check(finite_range(0.0, 1e6));
-  app.add_option("--junit", o.junit, "write a JUnit XML report (one testsuite per group)");
-  app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+  app.add_option("--junit", o.junit, "write a JUnit XML report (one testsuite per group)")
+      ->check(output_path());
+  app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
+      ->check(output_path());
   app.footer(
       "Clauses: abi/CONFORMANCE.md. Each clause runs in a process of its own: a runtime that "
       "crashes, aborts or exits fails that clause, and the suite goes on. Exit codes: 0 no clause "

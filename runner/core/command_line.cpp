@@ -28,6 +28,14 @@ CLI::Validator finite_range(double lo, double hi) {
       "FLOAT in " + range);
 }
 
+CLI::Validator output_path() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        return text.empty() ? "an empty path (name a file, or - for stdout)" : std::string();
+      },
+      "PATH");
+}
+
 void add_device_options(CLI::App& app, const DeviceFlags& flags) {
   app.add_option("--device", *flags.device,
                  "sim (the simulator in process), a runtime library path (e.g. "

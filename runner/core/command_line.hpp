@@ -48,6 +48,10 @@ struct DeviceFlags {
 // a wrong verdict.
 CLI::Validator finite_range(double lo, double hi);
 
+// A report or trace path: a file, a special file or `-` (stdout), never empty. Without this
+// an empty value read as "no report" and was silently ignored.
+CLI::Validator output_path();
+
 // --device, --device-kind, --device-index, --device-config and --record.
 void add_device_options(CLI::App& app, const DeviceFlags& flags);
 

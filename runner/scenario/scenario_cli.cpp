@@ -31,7 +31,8 @@ class ScenarioCommand : public Command {
                    "sim (the simulator in process) or a runtime library path (e.g. "
                    "build/simdev/runtime/libcalrt_sim.so)")
         ->capture_default_str();
-    app.add_option("--json", o.json, "write the JSON report (calrt-scenario/1) to this file");
+    app.add_option("--json", o.json, "write the JSON report (calrt-scenario/1) to this file")
+        ->check(output_path());
     app.add_flag("--coverage", o.coverage,
                  "after the run, print the fault hits per (kind, site) summed over every run");
     app.add_option("--policy-bug", o.policy_bug,

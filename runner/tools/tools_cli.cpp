@@ -19,7 +19,8 @@ class InfoCommand : public Command {
       : Command(calrt.add_subcommand("info", "device status and every chip's status")) {
     add_device_options(*app_, {&options_.device, &options_.device_kind, &options_.device_index,
                                &options_.device_config});
-    app_->add_option("--json", options_.json, "write the JSON report to this file");
+    app_->add_option("--json", options_.json, "write the JSON report to this file")
+        ->check(output_path());
     app_->footer(kDeviceExitCodes);
   }
   int run(int /*argc*/, char** /*argv*/) override { return run_info(options_); }
@@ -38,7 +39,8 @@ class CheckCommand : public Command {
     app.add_option("CALBIN", o.calbin, "calbin directory");
     app.add_option("--manifest", o.service_manifest,
                    "service manifest (YAML) the calbin must agree with");
-    app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+    app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
+        ->check(output_path());
     app.add_option("--usable-gib", o.usable_gib_per_chip,
                    "physical usable memory per chip for the capacity inequality")
         ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
@@ -64,7 +66,8 @@ class InspectCommand : public Command {
       : Command(calrt.add_subcommand(
             "inspect", "what a calbin holds: models, tensors, CSRs, op inventory, memory map")) {
     app_->add_option("CALBIN", options_.calbin, "calbin directory")->required();
-    app_->add_option("--json", options_.json, "write the JSON report to this file (atomically)");
+    app_->add_option("--json", options_.json, "write the JSON report to this file (atomically)")
+        ->check(output_path());
     app_->add_option("--usable-gib", options_.usable_gib_per_chip,
                      "usable memory per chip for the map")
         ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
@@ -104,7 +107,8 @@ class PlanCommand : public Command {
     app.add_option("--usable-gib", o.usable_gib_per_chip, "physical usable memory per chip")
         ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
         ->capture_default_str();
-    app.add_option("--json", o.json, "write the JSON report to this file (atomically)");
+    app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
+        ->check(output_path());
     app.footer("Exit codes: 0 it fits on every chip; 1 it does not; 2 usage or bad input.");
   }
 
@@ -154,7 +158,8 @@ class ReplayCommand : public Command {
         ->capture_default_str();
     app.add_option("--calbin", options_.calbin,
                    "load this calbin instead of the recorded Calbin_Create paths");
-    app.add_option("--json", options_.json, "write the JSON report to this file");
+    app.add_option("--json", options_.json, "write the JSON report to this file")
+        ->check(output_path());
     app.footer(
         "Exit codes: 0 every call answered as recorded; 1 divergences (one line each); 2 a "
         "bad recording (file, line and field named) or a runtime that cannot be loaded.");

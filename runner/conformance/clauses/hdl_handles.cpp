@@ -34,6 +34,9 @@ void expect_invalid(ClauseContext& ctx, const Handles& h, const std::string& wha
   wait.job = h.job;
   wait.timeout_ns = 1000000;
   expect_code(CONF_CALL(ctx, Job_Wait, wait), CALRT_INVALID_HANDLE, "Job_Wait of " + what);
+  auto cancel = args_of<Calrt_Job_Cancel_Args>();
+  cancel.job = h.job;
+  expect_code(CONF_CALL(ctx, Job_Cancel, cancel), CALRT_INVALID_HANDLE, "Job_Cancel of " + what);
   auto job_status = args_of<Calrt_Job_Status_Args>();
   job_status.job = h.job;
   expect_code(CONF_CALL(ctx, Job_Status, job_status), CALRT_INVALID_HANDLE,

@@ -174,6 +174,20 @@ void job_watchdog(ClauseContext& ctx) {
       fmt::format("device is {} after the watchdog, expected FAULTED", calrt::to_string(state)));
 }
 
+// CALRT_TIMEOUT_DEFAULT is 0, and means the runtime's bounded default, not "do not wait": a
+// job that needs a moment is READY after one such wait. NEV.1 bounds the default from above;
+// this clause from below.
+void job_default_timeout_waits(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  CalrtWaitResult result = CALRT_WAIT_NOT_READY;
+  expect_code(ctx.wait_raw(job.get(), CALRT_TIMEOUT_DEFAULT, &result), CALRT_OK,
+              "Job_Wait with CALRT_TIMEOUT_DEFAULT");
+  require(result == CALRT_WAIT_READY,
+          "Job_Wait with CALRT_TIMEOUT_DEFAULT returned NOT_READY on a prefill: the default "
+          "was taken as no wait");
+}
+
 // Job_Wait's own `state` out field, which the C++ wrapper drops: written on every success,
 // inside the enum, and telling the same as Job_Status. Each wait starts with a state the
 // answer must overwrite, so an unwritten field shows.
@@ -220,6 +234,7 @@ std::vector<Clause> clauses_job() {
       {"JOB.7", "JOB", "destroy cancels", job_destroy_cancels},
       {"JOB.8", "JOB", "watchdog ends a hung job", job_watchdog},
       {"JOB.9", "JOB", "wait reports the job's state", job_wait_state},
+      {"JOB.10", "JOB", "the default timeout waits", job_default_timeout_waits},
   };
 }
 

@@ -568,7 +568,22 @@ CalrtError* wait_state_unwritten(Calrt_Job_Wait_Args* args) {
   return error;
 }
 
+// default-timeout-no-wait: CALRT_TIMEOUT_DEFAULT (0) is taken as "do not wait".
+CalrtError* wait_default_as_zero(Calrt_Job_Wait_Args* args) {
+  if (args == nullptr || args->timeout_ns != CALRT_TIMEOUT_DEFAULT) {
+    return sim().Job_Wait(args);
+  }
+  args->timeout_ns = 1;  // the shortest wait the ABI can express
+  CalrtError* error = sim().Job_Wait(args);
+  args->timeout_ns = CALRT_TIMEOUT_DEFAULT;
+  return error;
+}
+
 void apply_none(CalrtApi&) {}
+void apply_default_timeout_no_wait(CalrtApi& table) { table.Job_Wait = &wait_default_as_zero; }
+void apply_cancel_invalid_handle_ok(CalrtApi& table) {
+  MUTANT_SWALLOW(table, Job_Cancel, CALRT_INVALID_HANDLE);
+}
 void apply_wait_state_unwritten(CalrtApi& table) { table.Job_Wait = &wait_state_unwritten; }
 void apply_ignore_wait_timeout(CalrtApi& table) { table.Job_Wait = &job_wait_stretched; }
 void apply_reset_keeps_faulted(CalrtApi& table) { table.Device_Reset = &reset_faulted_noop; }
@@ -1188,6 +1203,12 @@ constexpr std::array kDefinitions = {
     Definition{
         {"lost-wakeup", "Job_Wait: after one NOT_READY, every later wait on the job is NOT_READY"},
         &apply_lost_wakeup},
+    Definition{
+        {"default-timeout-no-wait", "Job_Wait's CALRT_TIMEOUT_DEFAULT: taken as do-not-wait"},
+        &apply_default_timeout_no_wait},
+    Definition{{"cancel-invalid-handle-ok",
+                "INVALID_HANDLE of Job_Cancel: NULL, forged and released jobs answer success"},
+               &apply_cancel_invalid_handle_ok},
     Definition{{"wait-state-unwritten", "Job_Wait's state out field: left as the caller set it"},
                &apply_wait_state_unwritten},
     Definition{{"destroy-leaves-job-running",

@@ -187,6 +187,21 @@ TEST_F(StaticCommands, ReportPathsInsideTheCalbinAreRefusedAndDashIsStdout) {
   EXPECT_FALSE(fs::exists("-"));
 }
 
+// An empty report path is a usage error naming the option; it used to mean "no report" and
+// the run went ahead with nothing written.
+TEST_F(StaticCommands, EmptyReportPathsAreUsageErrors) {
+  const std::string tiny = quoted(kTiny);
+  for (const std::string& args :
+       std::vector<std::string>{"check " + tiny + " --json ''", "inspect " + tiny + " --json ''",
+                                "plan " + tiny + " --json ''", "info --json ''",
+                                "smoke " + tiny + " --json ''", "bench " + tiny + " --csv ''",
+                                "bench " + tiny + " --trace ''", "conformance --junit ''"}) {
+    const CalrtRun run = run_calrt(args);
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+    EXPECT_NE(run.output.find("empty path"), std::string::npos) << args << "\n" << run.output;
+  }
+}
+
 // Numbers that a double->uint64 cast would turn into a wrong verdict are refused as usage
 // errors: NaN, infinities, negatives and sizes beyond any device.
 TEST_F(StaticCommands, NonFiniteAndOutOfRangeNumbersAreUsageErrors) {
