@@ -152,6 +152,21 @@ TEST(ConformanceCli, UnwritableJunitIsBadInput) {
   }
 }
 
+// Under AddressSanitizer LeakSanitizer may turn the runtime's exit(0) into status 23: there
+// only the common words are checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CALRT_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CALRT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(CALRT_TEST_SANITIZED)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // A runtime that calls exit(0) fails the clauses that reach it; the command still prints its
 // summary, writes both reports and exits 1.
 TEST(ConformanceCli, ARuntimeThatExitsFailsAndTheReportsAreWritten) {
@@ -163,7 +178,9 @@ TEST(ConformanceCli, ARuntimeThatExitsFailsAndTheReportsAreWritten) {
   const Terminal terminal = parse_terminal(run.output);
   ASSERT_TRUE(terminal.verdicts.count("JOB.1")) << run.output;
   EXPECT_EQ(terminal.verdicts.at("JOB.1"), "FAIL");
-  EXPECT_NE(run.output.find("exited with status 0 before the clause returned"), std::string::npos)
+  EXPECT_NE(run.output.find(kSanitized ? "before the clause returned"
+                                       : "exited with status 0 before the clause returned"),
+            std::string::npos)
       << run.output;
   EXPECT_NE(terminal.summary.find(" failed"), std::string::npos) << run.output;
   tinyxml2::XMLDocument doc;

@@ -86,6 +86,21 @@ CalrtError* throwing_get_model(Calrt_Calbin_GetModel_Args*) {
   throw std::runtime_error("runtime bug: GetModel threw");
 }
 
+// Under AddressSanitizer a segfault is reported and ends the process with status 1, and
+// LeakSanitizer may turn an exit(0) into status 23: there only the common words are checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CALRT_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CALRT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(CALRT_TEST_SANITIZED)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // Runtimes that take their process down from inside Calbin_Create, and one that never
 // returns from Job_Wait.
 CalrtError* segfaulting_calbin_create(Calrt_Calbin_Create_Args*) {
@@ -155,7 +170,8 @@ TEST(ConformanceSim, ARuntimeThatEndsTheProcessFailsOnlyThatClause) {
     for (size_t r = 1; r < 3; ++r) {  // CAL.2 ran after CAL.1's process had died
       EXPECT_EQ(results[r].id, r == 1 ? "CAL.1" : "CAL.2");
       EXPECT_EQ(results[r].verdict, ClauseResult::Verdict::fail);
-      EXPECT_NE(results[r].reason.find(cases[i].second), std::string::npos) << results[r].reason;
+      const std::string expected = kSanitized ? "before the clause returned" : cases[i].second;
+      EXPECT_NE(results[r].reason.find(expected), std::string::npos) << results[r].reason;
     }
   }
 }
