@@ -41,6 +41,18 @@ void report_and_exit(int fd, const ChildVerdict& verdict) {
   ::_exit(0);
 }
 
+// Appends one read of the report pipe to `message`. False once the pipe has nothing more to
+// give: its end, an error, or (non-blocking) no data while someone still holds it open.
+bool read_some(int fd, std::string& message) {
+  char buffer[4096];
+  const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  if (n > 0) {
+    message.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+  return n < 0 && errno == EINTR;
+}
+
 std::string describe_end(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
@@ -104,13 +116,7 @@ ChildVerdict run_in_child(const std::function<ChildVerdict()>& body,
       break;
     }
     if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
-      char buffer[4096];
-      const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
-      if (n > 0) {
-        message.append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        pipe_open = false;
-      }
+      pipe_open = read_some(pipe_fds[0], message);
     }
     ended = (fds[0].revents & POLLIN) != 0;
   }
@@ -123,13 +129,7 @@ ChildVerdict run_in_child(const std::function<ChildVerdict()>& body,
   // Whatever the child wrote before it ended and has not been read yet.
   ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
   while (pipe_open) {
-    char buffer[4096];
-    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
-    if (n > 0) {
-      message.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      pipe_open = false;
-    }
+    pipe_open = read_some(pipe_fds[0], message);
   }
   ::close(pipe_fds[0]);
   ::close(pidfd);

@@ -9,7 +9,9 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
 #include <tinyxml2.h>
+#include "tests/sanitized.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -154,18 +156,7 @@ TEST(ConformanceCli, UnwritableJunitIsBadInput) {
 
 // Under AddressSanitizer LeakSanitizer may turn the runtime's exit(0) into status 23: there
 // only the common words are checked.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CALRT_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CALRT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(CALRT_TEST_SANITIZED)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using calrt_test::kSanitized;
 
 // A runtime that calls exit(0) fails the clauses that reach it; the command still prints its
 // summary, writes both reports and exits 1.

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/sanitized.hpp"
+
 #include "runner/conformance/conformance.hpp"
 
 namespace {
@@ -88,18 +90,7 @@ CalrtError* throwing_get_model(Calrt_Calbin_GetModel_Args*) {
 
 // Under AddressSanitizer a segfault is reported and ends the process with status 1, and
 // LeakSanitizer may turn an exit(0) into status 23: there only the common words are checked.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CALRT_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CALRT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(CALRT_TEST_SANITIZED)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using calrt_test::kSanitized;
 
 // Runtimes that take their process down from inside Calbin_Create, and one that never
 // returns from Job_Wait.

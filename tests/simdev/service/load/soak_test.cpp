@@ -5,6 +5,8 @@
 // more than the normal suite).
 #include <gtest/gtest.h>
 
+#include "tests/sanitized.hpp"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <cstdlib>
@@ -24,18 +26,7 @@ constexpr size_t kRssTolerance = 2u << 20;
 // Under AddressSanitizer freed memory sits in its quarantine (256 MiB by default) and stays
 // resident, so the daemon's RSS climbs without a leak; ThreadSanitizer's shadow and history
 // grow likewise. There only the fd count is compared (the normal build compares both).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CALRT_SANITIZER_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CALRT_SANITIZER_HEAP 1
-#endif
-#endif
-#if defined(CALRT_SANITIZER_HEAP)
-constexpr bool kRssIsMeaningful = false;
-#else
-constexpr bool kRssIsMeaningful = true;
-#endif
+constexpr bool kRssIsMeaningful = !calrt_test::kSanitized;
 
 int soak_cycles() {
   const char* text = std::getenv("CALRT_LOAD_SOAK_CYCLES");

@@ -3,7 +3,9 @@
 // working), handle isolation between sessions, the shared device's config, the socket's
 // mode and the shutdown. Every read is bounded by a receive timeout.
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
+#include "tests/sanitized.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -34,18 +36,7 @@ namespace svc = simdev::service;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CALRT_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CALRT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(CALRT_TEST_SANITIZED)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using calrt_test::kSanitized;
 
 namespace {
 
