@@ -1,5 +1,7 @@
 #include "simdev/service/server/server.hpp"
 
+#include <pthread.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -81,7 +83,9 @@ tl::expected<void, std::string> clear_stale_socket(const std::string& path) {
 
 class Server {
  public:
-  explicit Server(const ServerOptions& options, const CalrtApi* api)
+  // stop_signals: a signalfd for SIGINT and SIGTERM, which the caller has blocked in every
+  // thread; the server owns it from here.
+  Server(const ServerOptions& options, const CalrtApi* api, int stop_signals)
       : options_(options),
         host_(api, options.device_config),
         shared_{io_, api, host_, device_lane_, options.keepalive_ms, options.max_clients, 0, 0, 0,
@@ -90,7 +94,7 @@ class Server {
         tcp_acceptor_(io_),
         keepalive_timer_(io_),
         shutdown_timer_(io_),
-        signals_(io_, SIGINT, SIGTERM) {
+        signals_(io_, stop_signals) {
     shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
     shared_.configure_wait = std::chrono::milliseconds(options.configure_wait_ms);
   }
@@ -152,11 +156,13 @@ class Server {
     accept_unix();
     if (options_.tcp_port) accept_tcp();
     schedule_keepalive();
-    signals_.async_wait([this](std::error_code ec, int signal) {
-      if (!ec) {
-        spdlog::info("signal {}: shutting down", signal);
-        begin_shutdown();
-      }
+    signals_.async_wait(asio::posix::stream_descriptor::wait_read, [this](std::error_code ec) {
+      if (ec) return;
+      signalfd_siginfo info{};
+      const ssize_t n = ::read(signals_.native_handle(), &info, sizeof info);
+      spdlog::info("signal {}: shutting down",
+                   n == sizeof info ? static_cast<int>(info.ssi_signo) : 0);
+      begin_shutdown();
     });
     // A handler that throws (out of memory on one client's frame) costs that handler, not
     // the daemon: run resumes where it stopped.
@@ -277,7 +283,10 @@ class Server {
   tcp::acceptor tcp_acceptor_;
   asio::steady_timer keepalive_timer_;
   asio::steady_timer shutdown_timer_;
-  asio::signal_set signals_;
+  // Signals are read from a descriptor, not caught by a handler: a handler runs at an arbitrary
+  // point of whichever thread the kernel picks, and ThreadSanitizer defers it until that
+  // thread next enters the runtime, which let a SIGTERM go unanswered.
+  asio::posix::stream_descriptor signals_;
   std::set<std::shared_ptr<Session>> sessions_;
   bool socket_created_ = false;
   uint16_t tcp_port_ = 0;
@@ -304,11 +313,26 @@ int run_server(const ServerOptions& options) {
   }
   // A client that vanishes mid-write must cost an error code, not the process.
   std::signal(SIGPIPE, SIG_IGN);
+  // Blocked before the server starts its device lane, so that every thread inherits the mask
+  // and SIGINT/SIGTERM stay pending for the signalfd alone.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  if (const int rc = ::pthread_sigmask(SIG_BLOCK, &stop_set, nullptr); rc != 0) {
+    spdlog::error("simdev serve: blocking SIGINT/SIGTERM: {}", std::strerror(rc));
+    return 1;
+  }
+  const int stop_signals = ::signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (stop_signals < 0) {
+    spdlog::error("simdev serve: signalfd: {}", std::strerror(errno));
+    return 1;
+  }
   uint64_t served = 0;
   size_t peak = 0;
   uint64_t errors = 0;
   {
-    Server server(options, api);
+    Server server(options, api, stop_signals);
     if (auto listening = server.listen(); !listening) {
       spdlog::error("simdev serve: {}", listening.error());
       return 1;
