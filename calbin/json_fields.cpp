@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <vector>
 
 namespace calbin::detail {
 namespace {
@@ -88,15 +90,76 @@ std::string describe(const Json& value) {
 
 std::string quote(std::string_view text) { return describe(Json(std::string(text))); }
 
-Json parse_json_text(std::string_view text) {
-  const Json::parser_callback_t limit_depth = [](int depth, Json::parse_event_t, Json&) {
+namespace {
+
+// Follows the parse to refuse a key given twice in one object: nlohmann keeps the last, so a
+// file that says `"vocab": 1000, ... "vocab": 32000` would be read as whichever came last,
+// with no sign that the author meant two things. Tracks where the parse is, so that the error
+// names the field.
+class DuplicateKeyGuard {
+ public:
+  bool operator()(int depth, Json::parse_event_t event, const Json& parsed) {
     if (depth > kMaxJsonDepth) {
       throw FieldError{"", "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
     }
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        frames_.push_back({event == Json::parse_event_t::array_start, 0, {}, {}});
+        break;
+      case Json::parse_event_t::key: {
+        Frame& frame = frames_.back();
+        frame.key = parsed.get<std::string>();
+        if (!frame.keys.insert(frame.key).second) {
+          throw FieldError{path(), "key given twice in one object (JSON keeps only one of them)"};
+        }
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
     return true;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    size_t index;
+    std::string key;
+    std::set<std::string> keys;
+  };
+
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+
+  std::string path() const {
+    std::string out;
+    for (const Frame& frame : frames_) {
+      out = frame.array ? join(out, frame.index) : join(out, frame.key);
+    }
+    return out;
+  }
+
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+Json parse_json_text(std::string_view text) {
+  DuplicateKeyGuard guard;
+  const Json::parser_callback_t follow = [&guard](int depth, Json::parse_event_t event,
+                                                  Json& parsed) {
+    return guard(depth, event, parsed);
   };
   try {
-    return Json::parse(text.begin(), text.end(), limit_depth);
+    return Json::parse(text.begin(), text.end(), follow);
   } catch (const Json::parse_error& error) {
     throw FieldError{"", "malformed JSON at " + position_of(text, error.byte) + ": " +
                              parse_error_detail(error.what())};

@@ -3,6 +3,7 @@
 // reader to load even implausible manifests, so nothing here judges units or addresses.
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "calbin/file_io.hpp"
 #include "calbin/manifest_fields.hpp"
@@ -139,6 +140,26 @@ LlmInfo read_llm(const Fields& object) {
   llm.v_dtype = read_dtype(object, "v_dtype");
   llm.partition = object.str("partition");
   llm.tokenizer_context = object.u32("tokenizer_context", 0);
+  // A shape with a zero in it describes no model; every size, buffer and plan derived from it
+  // would be zero as well and "fit" anywhere.
+  const std::pair<const char*, uint32_t> sizes[] = {
+      {"vocab", llm.vocab},       {"context", llm.context},   {"batch", llm.batch},
+      {"layers", llm.layers},     {"hidden", llm.hidden},     {"q_heads", llm.q_heads},
+      {"kv_heads", llm.kv_heads}, {"head_dim", llm.head_dim}, {"ffn", llm.ffn},
+  };
+  for (const auto& [key, value] : sizes) {
+    if (value == 0) throw FieldError{object.at(key), "0: must be at least 1"};
+  }
+  if (llm.q_heads % llm.kv_heads != 0) {
+    throw FieldError{object.at("q_heads"), std::to_string(llm.q_heads) +
+                                               " is not a multiple of kv_heads " +
+                                               std::to_string(llm.kv_heads)};
+  }
+  if (llm.active_experts > llm.experts) {
+    throw FieldError{
+        object.at("active_experts"),
+        std::to_string(llm.active_experts) + " exceeds experts " + std::to_string(llm.experts)};
+  }
   return llm;
 }
 
@@ -209,6 +230,7 @@ Manifest read_root(const Fields& root) {
   manifest.weights = read_list<WeightTensor>(root, "weights", detail::read_weight);
   manifest.models = read_list<Model>(root.array("models"), "models", read_model);
   require_unique_model_names(manifest.models);
+
   if (root.has("golden")) {
     manifest.golden = GoldenRef{root.object("golden").str("index")};
   }

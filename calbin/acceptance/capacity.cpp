@@ -45,7 +45,8 @@ uint64_t chip_usage(const Manifest& m, uint32_t chip, std::string_view reservati
 
 Result<uint64_t> chip_params(const Manifest& m, uint32_t chip) {
   uint64_t total = 0;
-  for (const WeightTensor& w : m.weights) {
+  for (size_t i = 0; i < m.weights.size(); ++i) {
+    const WeightTensor& w = m.weights[i];
     if ((w.shard.chip_mask >> chip & 1u) == 0) {
       continue;
     }
@@ -55,8 +56,10 @@ Result<uint64_t> chip_params(const Manifest& m, uint32_t chip) {
     auto sum = scale_bytes ? add(total, w.bytes) : std::nullopt;
     sum = sum ? add(*sum, *scale_bytes) : std::nullopt;
     if (!sum) {
-      return fail("manifest.json", "weights",
-                  "parameter bytes of chip " + std::to_string(chip) + " overflow 64 bits");
+      return fail("manifest.json", "weights[" + std::to_string(i) + "]",
+                  "\"" + w.name + "\": bytes " + std::to_string(w.bytes) + " + scales of " +
+                      std::to_string(w.quant.scale_count) + " x 4 bytes take chip " +
+                      std::to_string(chip) + "'s parameter bytes past 64 bits");
     }
     total = *sum;
   }

@@ -71,8 +71,9 @@ void check_model_tensors(const CheckContext& c, CheckResult& result, size_t m_in
   const std::string prefix = "models[" + std::to_string(m_index) + "] \"" + model.name + "\"";
   auto each = [&](const std::vector<TensorDesc>& tensors, const char* dir) {
     for (size_t i = 0; i < tensors.size(); ++i) {
-      check_tensor_span(c, result, prefix + "." + dir + "[" + std::to_string(i) + "]", tensors[i],
-                        tensors[i].address);
+      check_tensor_span(
+          c, result, prefix + "." + dir + "[" + std::to_string(i) + "] \"" + tensors[i].name + "\"",
+          tensors[i], tensors[i].address);
     }
   };
   each(model.inputs, "inputs");
@@ -82,11 +83,15 @@ void check_model_tensors(const CheckContext& c, CheckResult& result, size_t m_in
     const std::string where =
         prefix + ".ping_pong[" + std::to_string(s) + "] \"" + slot.slot + "\"";
     for (size_t i = 0; i < slot.input_addresses.size() && i < model.inputs.size(); ++i) {
-      check_tensor_span(c, result, where + ".input_addresses[" + std::to_string(i) + "]",
-                        model.inputs[i], slot.input_addresses[i]);
+      check_tensor_span(
+          c, result,
+          where + ".input_addresses[" + std::to_string(i) + "] (\"" + model.inputs[i].name + "\")",
+          model.inputs[i], slot.input_addresses[i]);
     }
     for (size_t i = 0; i < slot.output_addresses.size() && i < model.outputs.size(); ++i) {
-      check_tensor_span(c, result, where + ".output_addresses[" + std::to_string(i) + "]",
+      check_tensor_span(c, result,
+                        where + ".output_addresses[" + std::to_string(i) + "] (\"" +
+                            model.outputs[i].name + "\")",
                         model.outputs[i], slot.output_addresses[i]);
     }
   }
@@ -153,6 +158,12 @@ void check_tensors_in_reservation(const CheckContext& c, CheckResult& result) {
 
 void check_params_in_file(const CheckContext& c, CheckResult& result) {
   const auto& weights = c.manifest.weights;
+  if (weights.empty() && !c.manifest.timing_only) {
+    fail_check(result, c.manifest_file +
+                           ": weights: none listed, but timing_only is false: a functional "
+                           "calbin needs its parameters (a calbin without data says "
+                           "timing_only: true)");
+  }
   for (size_t i = 0; i < weights.size(); ++i) {
     const WeightTensor& w = weights[i];
     const std::string where = "weights[" + std::to_string(i) + "] \"" + w.name + "\"";
@@ -222,6 +233,33 @@ void check_memory_unit(const CheckContext& c, CheckResult& result) {
   }
 }
 
+// device_memory_required is what a runtime reserves before it loads the calbin: below the plan's
+// own demand the load overruns it, above the card's usable memory the load is refused on a card
+// where the plan itself fits. A unit error (checked by memory.unit) is left to that check.
+void check_stated_requirement(const CheckContext& c, CheckResult& result, const ChipBudget& chip) {
+  const MemoryAmount& amount = c.manifest.device_memory_required;
+  const auto stated = amount.bytes();
+  if (!stated || *stated > kMaxPlausibleChipBytes) return;
+  const std::string value = "device_memory_required " + std::to_string(amount.value) + " " +
+                            amount.unit + " (" + std::to_string(*stated) + " bytes per chip)";
+  uint64_t own = 0;
+  if (!__builtin_add_overflow(chip.params, chip.kv, &own) &&
+      !__builtin_add_overflow(own, chip.workspace, &own) &&
+      !__builtin_add_overflow(own, chip.io_and_command, &own) && *stated < own) {
+    fail_check(result, c.manifest_file + ": " + value + " is less than chip " +
+                           std::to_string(chip.chip) + "'s own plan: params " +
+                           std::to_string(chip.params) + " + KV " + std::to_string(chip.kv) +
+                           " + workspace " + std::to_string(chip.workspace) +
+                           " + I/O and command " + std::to_string(chip.io_and_command) + " = " +
+                           std::to_string(own) + " bytes");
+  }
+  if (*stated > chip.usable) {
+    fail_check(result, c.manifest_file + ": " + value + " exceeds chip " +
+                           std::to_string(chip.chip) + "'s usable " + std::to_string(chip.usable) +
+                           " bytes");
+  }
+}
+
 void check_memory_capacity(const CheckContext& c, CheckResult& result) {
   auto plan = plan_calbin(c.manifest, c.options.usable_bytes_per_chip);
   if (!plan) {
@@ -238,6 +276,7 @@ void check_memory_capacity(const CheckContext& c, CheckResult& result) {
                              " + guard " + std::to_string(chip.guard) + " exceeds usable " +
                              std::to_string(chip.usable) + " bytes");
     }
+    check_stated_requirement(c, result, chip);
     const Reservation* kv = c.manifest.find_reservation("kv_cache", chip.chip);
     const auto kv_size = kv ? kv->size.bytes() : std::nullopt;
     if (kv_size && *kv_size < chip.kv) {

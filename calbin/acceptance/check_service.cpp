@@ -1,4 +1,6 @@
 // Checks that a calbin agrees with the service manifest the LLM service will start from.
+#include <algorithm>
+
 #include "calbin/acceptance/check_context.hpp"
 
 namespace calbin::acceptance {
@@ -58,13 +60,20 @@ void check_tensor_ref(const CheckContext& c, CheckResult& result, const Model& m
 
 void check_csr_ref(const CheckContext& c, CheckResult& result, const Model& model, const char* key,
                    const CsrRef& ref) {
-  for (const Csr& csr : model.csrs) {
-    if (csr.name == ref.name) {
-      return;
-    }
+  const std::string named =
+      c.service_file + ": csr." + key + " " + ref.name + "[" + std::to_string(ref.index) + "]";
+  const bool exists = std::any_of(model.csrs.begin(), model.csrs.end(),
+                                  [&](const Csr& csr) { return csr.name == ref.name; });
+  if (!exists) {
+    fail_check(result,
+               named + ": \"" + ref.name + "\" is not a CSR of model \"" + model.name + "\"");
+  } else if (ref.index >= c.manifest.llm.batch) {
+    // A CSR holds one value per sequence of the batch; an element past it is another
+    // register's address or nothing.
+    fail_check(result, named + ": element " + std::to_string(ref.index) + " is past the batch of " +
+                           std::to_string(c.manifest.llm.batch) + " (model \"" + model.name +
+                           "\")");
   }
-  fail_check(result, c.service_file + ": csr." + key + " \"" + ref.name +
-                         "\" is not a CSR of model \"" + model.name + "\"");
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ constexpr std::array kManifestChecks = {
              acceptance::check_reservation_overlap},
     CheckDef{"tensors.in_reservation", "no tensor address leaves its reservation",
              acceptance::check_tensors_in_reservation},
-    CheckDef{"params.in_file", "no parameter offset leaves its file",
+    CheckDef{"params.in_file", "a functional calbin lists weights, none leaving its file",
              acceptance::check_params_in_file},
     CheckDef{"pingpong.aliasing", "ping and pong buffers do not alias",
              acceptance::check_ping_pong_aliasing},
@@ -179,6 +179,22 @@ std::vector<std::pair<std::string, std::string>> check_catalog() {
     out.emplace_back(def.id, def.title);
   }
   return out;
+}
+
+std::optional<std::string> memory_plan_violation(const Manifest& manifest,
+                                                 const std::string& manifest_file) {
+  const CheckOptions options;
+  const CheckContext context{manifest, {}, manifest_file, nullptr, {}, options};
+  for (const acceptance::CheckFn check :
+       {acceptance::check_reservation_bounds, acceptance::check_reservation_overlap,
+        acceptance::check_tensors_in_reservation, acceptance::check_ping_pong_aliasing}) {
+    CheckResult result;
+    check(context, result);
+    if (result.status == CheckStatus::kFail && !result.messages.empty()) {
+      return result.messages.front();
+    }
+  }
+  return std::nullopt;
 }
 
 CheckReport run_checks(const CheckOptions& options) {

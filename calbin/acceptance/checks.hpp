@@ -44,4 +44,14 @@ std::vector<std::pair<std::string, std::string>> check_catalog();
 
 CheckReport run_checks(const CheckOptions& options);
 
+struct Manifest;
+
+// The checks a device's loader makes before it writes anything to device memory: units and
+// overflow of the reservations, no overlap between them, every tensor inside its reservation,
+// ping and pong buffers apart. The first failed check's first message, or nothing. A device
+// that skipped these would let a bad calbin overwrite its own weights or KV cache, as hardware
+// would.
+std::optional<std::string> memory_plan_violation(const Manifest& manifest,
+                                                 const std::string& manifest_file);
+
 }  // namespace calbin

@@ -5,12 +5,53 @@
 #include <charconv>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace calbin {
 namespace {
 
 constexpr size_t kMaxServiceManifestBytes = size_t{1} << 20;
+// Aliases let a small file name one node many times; the duplicate-key walk stops here.
+constexpr size_t kMaxNodesWalked = 1'000'000;
+
+struct KeyProblem {
+  std::string field;
+  std::string message;
+};
+
+// yaml-cpp keeps both pairs of a key given twice and its lookups return the first, so the
+// second would be ignored without a word: refused, naming the key's path and line.
+std::optional<KeyProblem> find_duplicate_key(const YAML::Node& node, const std::string& path,
+                                             size_t& budget) {
+  if (budget == 0) {
+    return KeyProblem{path, "the document expands to more than " + std::to_string(kMaxNodesWalked) +
+                                " nodes (through aliases)"};
+  }
+  --budget;
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& pair : node) {
+      const bool scalar = pair.first.IsScalar();
+      const std::string name = scalar ? pair.first.Scalar() : "?";
+      const std::string here = path.empty() ? name : path + "." + name;
+      if (scalar && !seen.insert(name).second) {
+        return KeyProblem{here, "key given twice in one mapping, at line " +
+                                    std::to_string(pair.first.Mark().line + 1)};
+      }
+      if (auto problem = find_duplicate_key(pair.second, here, budget)) return problem;
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto problem =
+              find_duplicate_key(node[i], path + "[" + std::to_string(i) + "]", budget)) {
+        return problem;
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 // Reads YAML nodes and remembers the file, so every error can name file, key and value.
 class Reader {
@@ -220,6 +261,10 @@ Result<ServiceManifest> parse_service_manifest(std::string_view yaml_text,
   }
   if (!root.IsMap()) {
     return fail(std::string(file_label), "", "the document must be a mapping");
+  }
+  size_t budget = kMaxNodesWalked;
+  if (auto duplicate = find_duplicate_key(root, "", budget)) {
+    return fail(std::string(file_label), duplicate->field, duplicate->message);
   }
   ServiceManifest out;
   try {

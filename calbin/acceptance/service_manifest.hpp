@@ -35,7 +35,8 @@ struct TensorRef {
   uint32_t index = 0;
 };
 
-// "cur_seq_len[0]": a CSR by name and element index.
+// "cur_seq_len[0]": a CSR by name and element index. A CSR holds one value per sequence of the
+// batch, so `check` wants the element below llm.batch.
 struct CsrRef {
   std::string name;
   uint32_t index = 0;

@@ -1,8 +1,10 @@
 #include "runner/tools/tools_cli.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <map>
 
+#include "calbin/manifest.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/tools/check.hpp"
 #include "runner/tools/info.hpp"
@@ -88,12 +90,17 @@ class PlanCommand : public Command {
     CLI::App& app = *app_;
     PlanOptions& o = options_;
     app.add_option("CALBIN", o.calbin, "calbin directory (optional: flags alone also work)");
-    given_["layers"] = app.add_option("--layers", layers_, "transformer layers");
-    given_["kv_heads"] = app.add_option("--kv-heads", kv_heads_, "KV heads");
-    given_["head_dim"] = app.add_option("--head-dim", head_dim_, "head dimension");
-    given_["context"] = app.add_option("--context", context_, "context length (tokens)");
-    given_["batch"] = app.add_option("--batch", batch_, "batch size");
-    given_["chips"] = app.add_option("--chips", chips_, "chips the KV heads are split over");
+    // The manifest holds each of these in 32 bits and none may be zero: a zero geometry needs
+    // no KV bytes and would "fit" on any card, a 2^32 context would wrap to zero.
+    const auto shape = CLI::Range(uint64_t{1}, uint64_t{std::numeric_limits<uint32_t>::max()});
+    given_["layers"] = app.add_option("--layers", layers_, "transformer layers")->check(shape);
+    given_["kv_heads"] = app.add_option("--kv-heads", kv_heads_, "KV heads")->check(shape);
+    given_["head_dim"] = app.add_option("--head-dim", head_dim_, "head dimension")->check(shape);
+    given_["context"] =
+        app.add_option("--context", context_, "context length (tokens)")->check(shape);
+    given_["batch"] = app.add_option("--batch", batch_, "batch size")->check(shape);
+    given_["chips"] = app.add_option("--chips", chips_, "chips the KV heads are split over")
+                          ->check(CLI::Range(uint32_t{1}, calbin::kMaxChips));
     given_["k_dtype"] = app.add_option("--k-dtype", k_dtype_, "K cache dtype (bf16, int8, ...)");
     given_["v_dtype"] = app.add_option("--v-dtype", v_dtype_, "V cache dtype (bf16, int8, ...)");
     app.add_option("--params-gib", o.params_gib_per_chip, "parameters per chip (flags only)")

@@ -1,7 +1,9 @@
 // Device: loading, configuring and unloading calbins.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
+#include "calbin/acceptance/checks.hpp"
 #include "simdev/device/device.hpp"
 #include "simdev/device/timing/cost_model.hpp"
 
@@ -32,6 +34,11 @@ Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path, uint3
   if (!abi_matches(manifest->runtime_abi)) {
     return fail(CALRT_CALBIN_MISMATCH, "calbin \"" + path + "\" targets runtime ABI \"" +
                                            manifest->runtime_abi + "\"; this runtime is 0.7.6");
+  }
+  // Refused here, before configure writes anything, with the check's own words.
+  if (auto violation = calbin::memory_plan_violation(
+          *manifest, (std::filesystem::path(path) / calbin::kManifestFileName).string())) {
+    return fail(CALRT_CALBIN_INVALID, "calbin memory plan: " + *violation);
   }
   auto kv = kv_geometry(*manifest);
   if (!kv) {

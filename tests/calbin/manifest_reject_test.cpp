@@ -53,6 +53,29 @@ TEST(ManifestReject, DeepNestingIsBounded) {
   EXPECT_NE(read.error().message.find("nesting deeper than"), std::string::npos);
 }
 
+TEST(ManifestReject, AKeyGivenTwiceIsRefusedByItsPath) {
+  // nlohmann keeps the last of two equal keys; the reader must not pick one silently.
+  std::string text = json::parse(to_json(testing::sample_manifest())).dump();
+  const size_t at = text.find("\"vocab\":");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"vocab\": 7, ");
+  const Result<Manifest> read = parse_manifest(text, kLabel);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().field, "llm.vocab") << read.error().to_string();
+  EXPECT_NE(read.error().message.find("key given twice"), std::string::npos)
+      << read.error().to_string();
+
+  // The path names array items by index; equal keys in sibling objects are fine.
+  std::string models = json::parse(to_json(testing::sample_manifest())).dump();
+  const size_t second_model = models.find("\"name\":", models.find("\"models\":"));
+  ASSERT_NE(second_model, std::string::npos);
+  models.insert(second_model, "\"name\": \"x\", ");
+  const Result<Manifest> in_array = parse_manifest(models, kLabel);
+  ASSERT_FALSE(in_array);
+  EXPECT_EQ(in_array.error().field.rfind("models[0].", 0), 0u) << in_array.error().to_string();
+  EXPECT_TRUE(parse_manifest(to_json(testing::sample_manifest()), kLabel));
+}
+
 TEST(ManifestReject, HugeArrayOfInvalidElementsFailsAtTheFirst) {
   // Guards against reserving a Model per array element before validating any of them.
   expect_error(rejection([](json& m) {

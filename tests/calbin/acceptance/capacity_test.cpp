@@ -49,6 +49,26 @@ TEST(Capacity, OverflowIsReportedNotWrapped) {
   EXPECT_FALSE(kv_bytes(g));
 }
 
+TEST(Capacity, ParameterOverflowNamesTheWeightThatCrossedIt) {
+  Manifest m;
+  m.chips = 1;
+  m.chip_mask = 1;
+  m.llm.layers = m.llm.kv_heads = m.llm.head_dim = m.llm.context = m.llm.batch = 1;
+  for (const char* name : {"embed", "lm_head"}) {
+    WeightTensor w;
+    w.name = name;
+    w.bytes = uint64_t{1} << 63;
+    w.shard.chip_mask = 1;
+    m.weights.push_back(w);
+  }
+  const auto plan = plan_calbin(m, 16 * kGiB);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().field, "weights[1]");
+  EXPECT_NE(plan.error().message.find("\"lm_head\""), std::string::npos) << plan.error().message;
+  m.weights.pop_back();
+  EXPECT_TRUE(plan_calbin(m, 16 * kGiB));
+}
+
 TEST(Capacity, LargestFitIsTheFloorOfTheRemainder) {
   EXPECT_EQ(largest_fit(100, 30, 7), 10u);
   EXPECT_EQ(largest_fit(100, 101, 7), 0u);

@@ -116,6 +116,15 @@ std::vector<Member> corpus() {
          const std::string text = s.read_text(s.dir() / "manifest.json");
          s.write(s.dir() / "manifest.json", text.substr(0, text.size() / 2));
        }},
+      {"duplicate_json_key", "manifest.parse",
+       [](const Scratch& s) {
+         std::string text = s.read_text(s.dir() / "manifest.json");
+         const size_t at = text.find("\"vocab\":");
+         ASSERT_NE(at, std::string::npos);
+         s.write(s.dir() / "manifest.json", text.insert(at, "\"vocab\": 151936, "));
+       }},
+      {"functional_without_weights", "params.in_file",
+       [](const Scratch& s) { s.edit([](json& j) { j["weights"] = json::array(); }); }},
       {"tensor_bigger_than_buffer", "manifest.parse",
        [](const Scratch& s) {
          s.edit([](json& j) { model_of_type(j, "decode")["outputs"][0]["bytes"] = 16; });
@@ -253,6 +262,12 @@ std::vector<Member> corpus() {
        }},
       {"malformed_service_manifest", "service.parse",
        [](const Scratch& s) { s.write(s.service(), "schema: [1\n"); }},
+      {"duplicate_service_key", "service.parse",
+       [](const Scratch& s) { s.replace_in_service("vocab: 1000", "vocab: 1000\nvocab: 151936"); }},
+      {"csr_index_out_of_range", "service.tensors",
+       [](const Scratch& s) {
+         s.replace_in_service("current: cur_seq_len[0]", "current: cur_seq_len[7]");
+       }},
       {"substring_only_model_name", "service.models",
        [](const Scratch& s) { s.replace_in_service("_prefill_c256", "_prefill"); }},
       {"vocab_mismatch", "service.dimensions",

@@ -75,6 +75,10 @@ TEST(ServiceManifest, ErrorsNameFileKeyAndValue) {
       {replace(kGood, "current: cur_seq_len[0]", "current: cur_seq_len"),
        {"csr.current", "cur_seq_len"}},
       {replace(kGood, "  decode: qwen3_decode\n", ""), {"models.decode", "missing"}},
+      {replace(kGood, "vocab: 151936", "vocab: 151936\nvocab: 1000"),
+       {"service.yaml", "vocab", "twice", "line 8"}},
+      {replace(kGood, "  logits: outputs[0]", "  logits: outputs[0]\n  logits: outputs[1]"),
+       {"tensors.logits", "twice"}},
       {"schema: [1", {"service.yaml", "malformed YAML", "line"}},
       {"- just\n- a list\n", {"mapping"}},
   };

@@ -180,6 +180,22 @@ std::vector<BadInput> bad_inputs() {
          return quoted(c);
        },
        {"manifest.json", "models[1].outputs[0]"}},
+      // A key given twice: JSON readers disagree on which counts, so the manifest is refused.
+      {"manifest_key_given_twice",
+       [](const fs::path& c, const fs::path&) {
+         std::ifstream in(c / "manifest.json");
+         std::string text((std::istreambuf_iterator<char>(in)), {});
+         text.insert(text.find("\"vocab\":"), "\"vocab\": 32000, ");
+         std::ofstream(c / "manifest.json") << text;
+         return quoted(c);
+       },
+       {"manifest.json", "llm.vocab", "twice"}},
+      {"llm_layers_zero",
+       [](const fs::path& c, const fs::path&) {
+         edit_manifest(c, [](nlohmann::json& m) { m["llm"]["layers"] = 0; });
+         return quoted(c);
+       },
+       {"manifest.json", "llm.layers", "0"}},
       {"golden_dir_missing",
        [](const fs::path& c, const fs::path&) {
          fs::remove_all(c / "golden");
@@ -251,6 +267,23 @@ TEST_P(BadInputTest, ExitsTwoNamingTheFileAndField) {
 
 INSTANTIATE_TEST_SUITE_P(Inputs, BadInputTest, ::testing::ValuesIn(bad_inputs()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// The device's loader refuses a memory plan that would let one buffer overwrite another, so
+// the smoke fails at its calbin step even when nobody ran `calrt check` (a device step that
+// fails: exit 1, not bad input).
+TEST_F(ScratchTest, ABrokenMemoryPlanFailsTheSmokeOnTheDevice) {
+  const fs::path calbin = copy_calbin();
+  edit_manifest(calbin, [](nlohmann::json& m) {
+    for (auto& r : m["reservations"]) {
+      if (r["name"] == "kv_cache" && r["chip"] == 0) r["base"] = 4096;  // inside the params
+    }
+  });
+  const CalrtRun run = run_calrt("smoke " + quoted(calbin));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("CALBIN_INVALID"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"kv_cache\""), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("\"params\""), std::string::npos) << run.output;
+}
 
 TEST(Usage, NoArgumentsOrBadOptionsExitTwo) {
   EXPECT_EQ(run_calrt("").exit_code, 2);

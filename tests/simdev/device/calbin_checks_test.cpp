@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "calbin/manifest.hpp"
 #include "sim_session.hpp"
@@ -77,6 +79,69 @@ TEST(CalbinChecks, WeightOutsideItsFileIsInvalid) {
       << loaded.configure.message;
   EXPECT_NE(loaded.configure.message.find("param_blk"), std::string::npos)
       << loaded.configure.message;
+  close(loaded);
+}
+
+// The device's loader applies the memory-plan checks itself, as hardware must: a calbin that
+// nobody ran `calrt check` on is still refused before it can overwrite the device's memory.
+void expect_plan_refused(const char* name, void (*edit)(calbin::Manifest&),
+                         const std::vector<std::string>& mentions) {
+  Loaded loaded = load(edited_copy(name, edit));
+  EXPECT_EQ(loaded.create.code, CALRT_CALBIN_INVALID) << name << ": " << loaded.create.message;
+  for (const std::string& word : mentions) {
+    EXPECT_NE(loaded.create.message.find(word), std::string::npos)
+        << name << ": '" << word << "' not in: " << loaded.create.message;
+  }
+  close(loaded);
+}
+
+calbin::Model& decode_model(calbin::Manifest& m) {
+  for (calbin::Model& model : m.models) {
+    if (model.type == calbin::ModelType::kDecode) return model;
+  }
+  ADD_FAILURE() << "the tiny calbin has no decode model";
+  return m.models.front();
+}
+
+TEST(CalbinChecks, ATensorLeavingItsReservationIsRefusedAtCreate) {
+  expect_plan_refused("tensor-outside",
+                      [](calbin::Manifest& m) {
+                        calbin::TensorDesc& logits = decode_model(m).outputs.at(0);
+                        ASSERT_EQ(logits.reservation, "io");
+                        const calbin::Reservation* io = m.find_reservation("io", 0);
+                        ASSERT_NE(io, nullptr);
+                        logits.address =
+                            io->base + *io->size.bytes() - 16;  // starts inside, ends outside
+                      },
+                      {"logits", "\"io\""});
+}
+
+TEST(CalbinChecks, OverlappingReservationsAreRefusedAtCreate) {
+  expect_plan_refused("reservations-overlap",
+                      [](calbin::Manifest& m) {
+                        for (calbin::Reservation& r : m.reservations) {
+                          if (r.name == "kv_cache" && r.chip == 1)
+                            r.base = 4096;  // inside the params
+                        }
+                      },
+                      {"kv_cache", "params", "chip 1"});
+}
+
+TEST(CalbinChecks, AliasingPingAndPongAreRefusedAtCreate) {
+  expect_plan_refused("ping-pong-alias",
+                      [](calbin::Manifest& m) {
+                        calbin::Model& decode = decode_model(m);
+                        ASSERT_EQ(decode.ping_pong.size(), 2u);
+                        decode.ping_pong[1].output_addresses = decode.ping_pong[0].output_addresses;
+                      },
+                      {"ping", "pong", "alias"});
+}
+
+TEST(CalbinChecks, TheUneditedCopyLoads) {
+  // The positive control for the three above: the same copy and load path, no edit.
+  Loaded loaded = load(edited_copy("unedited", [](calbin::Manifest&) {}));
+  EXPECT_EQ(loaded.create.code, CALRT_OK) << loaded.create.message;
+  EXPECT_EQ(loaded.configure.code, CALRT_OK) << loaded.configure.message;
   close(loaded);
 }
 
