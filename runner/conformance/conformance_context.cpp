@@ -74,10 +74,21 @@ CallOutcome ClauseContext::take(CalrtError* error) const {
   return out;
 }
 
-calrt::Device ClauseContext::open_device() const {
+calrt::Device ClauseContext::open_device(ClockNeed clock) const {
   DeviceSpec device_spec = spec;
   if (!options.device_config.empty()) {
     device_spec.config = options.device_config;
+  }
+  if (clock == ClockNeed::real && device_spec.kind == calrt::DeviceKind::sim) {
+    if (device_spec.config.find("clock=") != std::string::npos) {
+      if (device_spec.config.find("clock=paced") == std::string::npos) {
+        throw ClauseSkip(
+            "the device config sets the simulator's clock; this clause needs "
+            "clock=paced (device time that follows wall time)");
+      }
+    } else {
+      device_spec.config += (device_spec.config.empty() ? "" : ";") + std::string("clock=paced");
+    }
   }
   return runner::open_device(api, device_spec, kClauseWait);
 }
@@ -118,9 +129,9 @@ calrt::Kv ClauseContext::apply_kv(const Fixture& f, ModelIo& io, uint32_t capaci
   return kv;
 }
 
-Fixture ClauseContext::fixture(Setup upto, uint32_t slot) const {
+Fixture ClauseContext::fixture(Setup upto, uint32_t slot, ClockNeed clock) const {
   Fixture f;
-  f.device = open_device();
+  f.device = open_device(clock);
   if (upto == Setup::device) {
     return f;
   }

@@ -53,6 +53,11 @@ struct Fixture {
 
 enum class Setup { device, calbin, configured, buffers, ready };
 
+// What a clause needs of the device's clock. `real`: device time follows wall time, as on
+// hardware; the simulator is asked for `clock=paced` (its default, virtual time, returns a
+// timed-out wait at once).
+enum class ClockNeed { any, real };
+
 class ClauseContext {
  public:
   ClauseContext(const calrt::Api& runtime, const DeviceSpec& device_spec,
@@ -73,8 +78,8 @@ class ClauseContext {
   // Reads code and message of `error` and destroys it.
   CallOutcome take(CalrtError* error) const;
 
-  calrt::Device open_device() const;
-  Fixture fixture(Setup upto, uint32_t slot = 0) const;
+  calrt::Device open_device(ClockNeed clock = ClockNeed::any) const;
+  Fixture fixture(Setup upto, uint32_t slot = 0, ClockNeed clock = ClockNeed::any) const;
   // The prefill (or another type's) model of the fixture's calbin, its I/O indices found by
   // role and name, with buffers on `slot`.
   ModelIo model_io(const Fixture& f, calrt::ModelType type, uint32_t slot = 0) const;

@@ -1,6 +1,8 @@
 // JOB: submit, wait, timeout, cancel. abi/CONFORMANCE.md#job-submit-wait-timeout-cancel
 #include <fmt/format.h>
+#include <time.h>
 #include <algorithm>
+
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -106,6 +108,55 @@ void job_wait_timing(ClauseContext& ctx) {
                         std::chrono::duration<double, std::milli>(late_bound).count()));
   }
   job.cancel();
+}
+
+nanoseconds cpu_time(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return std::chrono::seconds(ts.tv_sec) + nanoseconds(ts.tv_nsec);
+}
+
+// JOB.4 holds a wait to its timeout on the device clock; this holds what the wait costs the
+// host, on a clock that follows wall time (the paced simulator, or hardware). A wait returns
+// NOT_READY no sooner than T and not long after it, and blocks instead of polling: the
+// waiting thread, and the process as a whole (a runtime may poll from a thread of its own),
+// stay near idle. The late and CPU bounds are wider than a quiet machine needs; the margins
+// and the figures they were set from are in abi/CONFORMANCE.md (JOB.11).
+void job_wait_host_cost(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready, 0, ClockNeed::real);
+  ctx.plan_hang(f.device);
+  calrt::Job job = ctx.submit(f, f.prefill);
+  constexpr milliseconds timeout(100);
+  const auto wall_begin = std::chrono::steady_clock::now();
+  const nanoseconds thread_begin = cpu_time(CLOCK_THREAD_CPUTIME_ID);
+  const nanoseconds process_begin = cpu_time(CLOCK_PROCESS_CPUTIME_ID);
+  const calrt::WaitResult result = job.wait(timeout);
+  const nanoseconds thread_cpu = cpu_time(CLOCK_THREAD_CPUTIME_ID) - thread_begin;
+  const nanoseconds process_cpu = cpu_time(CLOCK_PROCESS_CPUTIME_ID) - process_begin;
+  const nanoseconds wall = std::chrono::steady_clock::now() - wall_begin;
+  job.cancel();
+  const auto ms = [](nanoseconds t) {
+    return std::chrono::duration<double, std::milli>(t).count();
+  };
+  require(result == calrt::WaitResult::not_ready, "Job_Wait(100 ms) on a hung job returned READY");
+  require(wall >= timeout, fmt::format("Job_Wait(100 ms) on a hung job returned NOT_READY after "
+                                       "{:.3f} ms of wall time, before its timeout",
+                                       ms(wall)));
+  const nanoseconds late_bound = timeout + milliseconds(100);
+  require(wall <= late_bound, fmt::format("Job_Wait(100 ms) on a hung job took {:.1f} ms of wall "
+                                          "time, more than {:.0f} ms: it oversleeps",
+                                          ms(wall), ms(late_bound)));
+  // 5 % of a core over the wait, plus what one wake-up costs on a slow (sanitized) build.
+  const nanoseconds thread_bound = wall / 20 + milliseconds(5);
+  require(thread_cpu <= thread_bound,
+          fmt::format("the thread in Job_Wait(100 ms) used {:.1f} ms of CPU in {:.1f} ms, more "
+                      "than {:.1f} ms: it polls instead of blocking",
+                      ms(thread_cpu), ms(wall), ms(thread_bound)));
+  const nanoseconds process_bound = wall / 4 + milliseconds(10);
+  require(process_cpu <= process_bound,
+          fmt::format("the process used {:.1f} ms of CPU during Job_Wait(100 ms) ({:.1f} ms): "
+                      "more than {:.1f} ms, some thread polls",
+                      ms(process_cpu), ms(wall), ms(process_bound)));
 }
 
 void expect_cancelled(calrt::Job& job, const std::string& what) {
@@ -235,6 +286,7 @@ std::vector<Clause> clauses_job() {
       {"JOB.8", "JOB", "watchdog ends a hung job", job_watchdog},
       {"JOB.9", "JOB", "wait reports the job's state", job_wait_state},
       {"JOB.10", "JOB", "the default timeout waits", job_default_timeout_waits},
+      {"JOB.11", "JOB", "a wait neither oversleeps nor spins on the host", job_wait_host_cost},
   };
 }
 

@@ -579,7 +579,46 @@ CalrtError* wait_default_as_zero(Calrt_Job_Wait_Args* args) {
   return error;
 }
 
+// The part of a wait's timeout that the two host-cost mutations below act on: up to 1 s, so
+// that a clause's 30 s wait that ends NOT_READY costs seconds, not minutes.
+std::chrono::nanoseconds host_cost_span(uint64_t timeout_ns) {
+  return std::chrono::nanoseconds(std::min<uint64_t>(timeout_ns, 1'000'000'000));
+}
+
+bool bounded_wait(const Calrt_Job_Wait_Args* args) {
+  return args != nullptr && args->timeout_ns != CALRT_TIMEOUT_DEFAULT &&
+         args->timeout_ns != CALRT_TIMEOUT_INFINITE;
+}
+
+// wait-oversleeps: a wait that times out answers as the simulator does, after sleeping four
+// times its timeout in wall time.
+CalrtError* wait_oversleeps(Calrt_Job_Wait_Args* args) {
+  CalrtError* error = sim().Job_Wait(args);
+  if (error == nullptr && bounded_wait(args) && args->result == CALRT_WAIT_NOT_READY) {
+    std::this_thread::sleep_for(4 * host_cost_span(args->timeout_ns));
+  }
+  return error;
+}
+
+// wait-busy-polls: a bounded wait spins until its timeout has passed in wall time, asking the
+// simulator with the shortest wait the ABI can express on every turn.
+CalrtError* wait_busy_polls(Calrt_Job_Wait_Args* args) {
+  if (!bounded_wait(args)) return sim().Job_Wait(args);
+  const uint64_t asked = args->timeout_ns;
+  const auto deadline = std::chrono::steady_clock::now() + host_cost_span(asked);
+  args->timeout_ns = 1;
+  CalrtError* error = nullptr;
+  do {
+    error = sim().Job_Wait(args);
+  } while (error == nullptr && args->result == CALRT_WAIT_NOT_READY &&
+           std::chrono::steady_clock::now() < deadline);
+  args->timeout_ns = asked;
+  return error;
+}
+
 void apply_none(CalrtApi&) {}
+void apply_wait_oversleeps(CalrtApi& table) { table.Job_Wait = &wait_oversleeps; }
+void apply_wait_busy_polls(CalrtApi& table) { table.Job_Wait = &wait_busy_polls; }
 void apply_default_timeout_no_wait(CalrtApi& table) { table.Job_Wait = &wait_default_as_zero; }
 void apply_cancel_invalid_handle_ok(CalrtApi& table) {
   MUTANT_SWALLOW(table, Job_Cancel, CALRT_INVALID_HANDLE);
@@ -1211,6 +1250,12 @@ constexpr std::array kDefinitions = {
                &apply_cancel_invalid_handle_ok},
     Definition{{"wait-state-unwritten", "Job_Wait's state out field: left as the caller set it"},
                &apply_wait_state_unwritten},
+    Definition{{"wait-oversleeps",
+                "Job_Wait: a wait that times out sleeps four times its timeout in wall time"},
+               &apply_wait_oversleeps},
+    Definition{{"wait-busy-polls",
+                "Job_Wait: a bounded wait spins on 1 ns waits until its timeout has passed"},
+               &apply_wait_busy_polls},
     Definition{{"destroy-leaves-job-running",
                 "Job_Destroy of a job in flight: the job is neither cancelled nor its buffers "
                 "released"},

@@ -59,7 +59,9 @@ const std::vector<Control>& controls() {
       // 2000 s, so the device's watchdog ends the job (DEVICE_HUNG) before the other
       // thread's cancel does. JOB.5 and JOB.6 see their short wait end READY (the job done)
       // and skip; NEV.1 waits with the default, which the mutation leaves alone.
-      {CALRT_NEG_ignore_wait_timeout, "ignore-wait-timeout", {"JOB.4", "THR.2"}},
+      // JOB.11's 100 ms wait, on the paced clock, lasts until the watchdog ends the hung job
+      // (READY, not NOT_READY).
+      {CALRT_NEG_ignore_wait_timeout, "ignore-wait-timeout", {"JOB.4", "JOB.11", "THR.2"}},
       // MAP.4: a buffer an in-flight job owns maps (a shadow) instead of BUSY.
       {CALRT_NEG_map_while_in_flight, "map-while-in-flight", {"MAP.4"}},
       // ERR.2: the failed DMA reports INVALID_ARGUMENT; JOB.8 and NEV.1: the watchdog's
@@ -137,6 +139,8 @@ const std::vector<Breaker>& breakers() {
       {"JOB.8", "device-fault-as-request"},
       {"JOB.9", "wait-state-unwritten"},
       {"JOB.10", "default-timeout-no-wait"},
+      {"JOB.11", "wait-oversleeps"},
+      {"JOB.11", "wait-busy-polls"},
       {"PAR.1", "parallel-mode-ignored"},
       {"PAR.2", "parallel-mode-ignored"},
       {"PAR.3", "parallel-mode-ignored"},
