@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "abi/calrt_ext.h"
+#include "simdev/service/server/calbin_roots.hpp"
 #include "simdev/service/server/sim_call.hpp"
 
 namespace simdev::service::server {
@@ -151,9 +152,15 @@ Failure run<DeviceSetParallelMode>(Ctx& c, const DeviceSetParallelMode::In& in,
 template <>
 Failure run<CalbinCreate>(Ctx& c, const CalbinCreate::In& in, CalbinCreate::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  std::optional<std::string> path = in.path;
+  if (path && c.calbin_roots != nullptr && !c.calbin_roots->empty()) {
+    auto confined = confine_to_roots(*path, *c.calbin_roots);
+    if (!confined) return Failure{CALRT_INVALID_ARGUMENT, "Calbin_Create: " + confined.error()};
+    path = confined->string();  // the checked path is the one opened
+  }
   auto args = make_args<Calrt_Calbin_Create_Args>();
   args.device = device;
-  args.path = c_str(in.path);
+  args.path = c_str(path);
   args.timeout_ns = in.timeout_ns;
   Failure f = call(c, c.api->Calbin_Create(&args));
   if (f.ok()) out.calbin.id = c.objects->handles.add(HandleKind::calbin, args.calbin);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <utility>
 #include <vector>
@@ -33,6 +34,8 @@ struct DispatchContext {
   DeviceHost* host = nullptr;
   SessionObjects* objects = nullptr;
   const char* call_name = "";  // of the call being run, for messages
+  // Canonical --calbin-root directories; empty: Calbin_Create opens any path.
+  const std::vector<std::filesystem::path>* calbin_roots = nullptr;
 };
 
 struct Outcome {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <system_error>
@@ -23,6 +24,7 @@
 
 #include "simdev/runtime/sim_api.h"
 #include "simdev/service/server/asio.hpp"
+#include "simdev/service/server/calbin_roots.hpp"
 #include "simdev/service/server/device_host.hpp"
 #include "simdev/service/server/lane.hpp"
 #include "simdev/service/server/session.hpp"
@@ -85,11 +87,26 @@ class Server {
  public:
   // stop_signals: a signalfd for SIGINT and SIGTERM, which the caller has blocked in every
   // thread; the server owns it from here.
-  Server(const ServerOptions& options, const CalrtApi* api, int stop_signals)
+  // roots: the canonical --calbin-root directories.
+  Server(const ServerOptions& options, const CalrtApi* api, int stop_signals,
+         std::vector<std::filesystem::path> roots)
       : options_(options),
         host_(api, options.device_config),
-        shared_{io_, api, host_, device_lane_, options.keepalive_ms, options.max_clients, 0, 0, 0,
-                0,   {0}, {}},
+        shared_{io_,
+                api,
+                host_,
+                device_lane_,
+                options.keepalive_ms,
+                options.max_clients,
+                options.max_connections,
+                std::chrono::milliseconds(options.handshake_timeout_ms),
+                0,
+                0,
+                0,
+                0,
+                0,
+                {0},
+                {}},
         unix_acceptor_(io_),
         tcp_acceptor_(io_),
         keepalive_timer_(io_),
@@ -97,6 +114,7 @@ class Server {
         signals_(io_, stop_signals) {
     shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
     shared_.configure_wait = std::chrono::milliseconds(options.configure_wait_ms);
+    shared_.calbin_roots = std::move(roots);
   }
 
   ~Server() {
@@ -235,6 +253,14 @@ class Server {
   }
 
   void admit(Session::Socket socket, const char* transport) {
+    if (shared_.connections >= shared_.max_connections) {
+      // Closed before a byte is read: nothing of the connection is buffered.
+      spdlog::warn("{} connection refused: {} connections open (--max-connections)", transport,
+                   shared_.connections);
+      std::error_code ignored;
+      socket.close(ignored);
+      return;
+    }
     auto session = std::make_shared<Session>(shared_, std::move(socket), transport);
     sessions_.insert(session);
     session->start();
@@ -306,6 +332,14 @@ int run_server(const ServerOptions& options) {
     spdlog::error("--keepalive-ms 0: must be at least 1");
     return 1;
   }
+  auto roots = canonical_roots(options.calbin_roots);
+  if (!roots) {
+    spdlog::error("simdev serve: {}", roots.error());
+    return 1;
+  }
+  if (roots->empty()) {
+    spdlog::warn("no --calbin-root: clients may open any calbin this user can read");
+  }
   const CalrtApi* api = calrt_sim_get_api(CALRT_ABI_MAJOR);
   if (api == nullptr) {
     spdlog::error("the simulator's runtime does not implement ABI major {}", CALRT_ABI_MAJOR);
@@ -332,7 +366,7 @@ int run_server(const ServerOptions& options) {
   size_t peak = 0;
   uint64_t errors = 0;
   {
-    Server server(options, api, stop_signals);
+    Server server(options, api, stop_signals, std::move(*roots));
     if (auto listening = server.listen(); !listening) {
       spdlog::error("simdev serve: {}", listening.error());
       return 1;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace simdev::service::server {
 
@@ -15,7 +16,16 @@ struct ServerOptions {
   std::optional<uint16_t> tcp_port;  // 0: any free port
   std::string device_config;
   uint32_t max_clients = 16;
+  // Open connections of every kind, those that have not said hello included: a client that
+  // connects and says nothing holds a descriptor and a read buffer.
+  uint32_t max_connections = 64;
+  // A connection that has not said hello and sent Device_Create within this is closed, so
+  // that silent connections cannot hold the daemon's client slots.
+  uint32_t handshake_timeout_ms = 5000;
   uint32_t keepalive_ms = 250;
+  // Directories Calbin_Create may open calbins under (calbin_roots.hpp); none: any path the
+  // daemon's user can read.
+  std::vector<std::string> calbin_roots;
   // How long a Calbin_Configure waits for a moment with no job in flight (quiet_point.hpp).
   uint32_t configure_wait_ms = 10000;
 };

@@ -53,9 +53,11 @@ Session::Session(ServerShared& shared, Socket socket, std::string peer)
     : shared_(shared),
       socket_(std::move(socket)),
       close_timer_(shared.io),
+      handshake_timer_(shared.io),
       peer_(std::move(peer)),
       session_id_(next_wire_id()) {
   splitter_.set_payload_limit(kPreHelloPayloadLimit);
+  ++shared_.connections;
 }
 
 Session::~Session() {
@@ -65,7 +67,25 @@ Session::~Session() {
 
 void Session::start() {
   spdlog::debug("session {}: connected ({})", session_id_, peer_);
+  start_handshake_timer();
   read_more();
+}
+
+void Session::start_handshake_timer() {
+  handshake_timer_.expires_after(shared_.handshake_timeout);
+  // A weak reference: the timer must not keep a closed session alive for its duration.
+  handshake_timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
+    const auto self = weak.lock();
+    if (ec || !self) return;
+    const auto limit = std::to_string(self->shared_.handshake_timeout.count());
+    if (self->phase_ == Phase::awaiting_hello) {
+      self->refuse(CALRT_WRONG_STATE, "no hello within " + limit + " ms of connecting");
+    } else if (self->phase_ == Phase::welcomed && self->attach_ == Attach::none) {
+      spdlog::info("session {} ('{}', {}): no Device_Create within {} ms of connecting",
+                   self->session_id_, self->client_name_, self->peer_, limit);
+      self->goodbye(CALRT_WRONG_STATE, "no Device_Create within " + limit + " ms of connecting");
+    }
+  });
 }
 
 void Session::read_more() {
@@ -211,6 +231,7 @@ void Session::on_request(Frame& frame) {
     context.api = self->shared_.api;
     context.host = &self->shared_.host;
     context.objects = &self->objects_;
+    context.calbin_roots = &self->shared_.calbin_roots;
     Outcome outcome = dispatch(context, *request);
     deliver(std::move(self), id, std::move(outcome));
   };
@@ -351,7 +372,9 @@ void Session::close_now() {
   socket_.shutdown(asio::socket_base::shutdown_both, ignored);
   socket_.close(ignored);
   close_timer_.cancel();
+  handshake_timer_.cancel();
   writes_.clear();
+  --shared_.connections;
   if (admitted_) {
     admitted_ = false;
     --shared_.admitted;

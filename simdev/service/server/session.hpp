@@ -35,6 +35,9 @@ struct ServerShared {
   Lane& device_lane;
   uint32_t keepalive_ms = 250;
   uint32_t max_clients = 16;
+  uint32_t max_connections = 64;
+  std::chrono::milliseconds handshake_timeout{5000};
+  size_t connections = 0;  // sessions not yet closed, admitted or not
   size_t admitted = 0;
   uint64_t sessions_served = 0;
   size_t peak_sessions = 0;
@@ -42,6 +45,7 @@ struct ServerShared {
   std::atomic<size_t> cleanups_pending{0};
   std::function<void(const std::shared_ptr<Session>&)> on_closed;
   std::chrono::milliseconds configure_wait{10000};
+  std::vector<std::filesystem::path> calbin_roots{};  // canonical
   // Device lane only.
   QuietPointQueue quiet{[this] { return !host.running(); }};
 };
@@ -68,6 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Attach { none, pending, attached, failed, detached };
 
   void read_more();
+  void start_handshake_timer();
   void on_frame(Frame& frame);
   void on_hello(const Frame& frame);
   void on_request(Frame& frame);
@@ -87,6 +92,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ServerShared& shared_;
   Socket socket_;
   asio::steady_timer close_timer_;
+  asio::steady_timer handshake_timer_;
   std::string peer_;
   uint64_t session_id_;
   std::string client_name_;

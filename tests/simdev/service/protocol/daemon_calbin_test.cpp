@@ -195,3 +195,52 @@ TEST(DaemonCalbin, MapWriteBackAndCleanupOnDisconnect) {
   EXPECT_TRUE(fresh);
   fs::remove_all(dir);
 }
+
+// --calbin-root: a client's Calbin_Create opens only what lies under the roots, after every
+// symbolic link is followed, and a refusal outside them says nothing of what exists there.
+TEST(DaemonCalbin, CalbinRootsConfineCalbinCreate) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("svc-proto-roots-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const fs::path root = dir / "root";
+  fs::create_directories(root);
+  fs::copy(CALRT_TEST_CALBIN, root / "tiny", fs::copy_options::recursive);
+  fs::create_directory_symlink(CALRT_TEST_CALBIN, root / "escape");
+  calrt_test::DaemonProcess daemon(dir / "daemon",
+                                   calrt_test::DaemonOptions{{"--calbin-root", root.string()}});
+  Client client(daemon.socket());
+  const uint64_t device = attach(client);
+  auto create = [&](const std::string& path) {
+    svc::CalbinCreate::In in;
+    in.device.id = device;
+    in.path = path;
+    return client.call<svc::CalbinCreate>(in);
+  };
+  const auto inside = create((root / "tiny").string());
+  EXPECT_EQ(inside.code, 0u) << inside.message;
+
+  struct Refused {
+    std::string path;
+    std::string says;
+  };
+  const std::string outside = "outside the daemon's calbin roots";
+  for (const Refused& r :
+       std::vector<Refused>{{"/etc/passwd", outside},
+                            {"/nonexistent/calbin", outside},
+                            {(root / ".." / "daemon").string(), outside},
+                            {std::string(CALRT_TEST_CALBIN), outside},
+                            {(root / "escape").string(), "once its symbolic links are followed"},
+                            {"relative/calbin", "not absolute"}}) {
+    const auto refused = create(r.path);
+    EXPECT_EQ(refused.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT)) << r.path;
+    EXPECT_NE(refused.message.find(r.says), std::string::npos) << r.path << ": " << refused.message;
+    // No oracle: nothing says whether the file exists, nor shows a byte of it.
+    EXPECT_EQ(refused.message.find("No such file"), std::string::npos) << refused.message;
+    EXPECT_EQ(refused.message.find("root:"), std::string::npos) << refused.message;
+  }
+  // Inside a root the daemon may say what is missing: the operator published that tree.
+  const auto missing = create((root / "missing").string());
+  EXPECT_EQ(missing.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT)) << missing.message;
+  EXPECT_NE(missing.message.find("No such file"), std::string::npos) << missing.message;
+  fs::remove_all(dir);
+}

@@ -617,6 +617,67 @@ TEST_F(DaemonTest, ShutdownSaysGoodbyeAndRemovesSocket) {
   EXPECT_NE(output.find("1 sessions served"), std::string::npos) << output;
 }
 
+// A connection that says nothing, or says hello and never asks for a device, is closed after
+// the handshake timeout with a notice that says why; the slot it held serves a real client.
+TEST_F(DaemonTest, SilentConnectionsAreClosedAfterTheHandshakeTimeout) {
+  start({"--max-clients", "2", "--handshake-timeout-ms", "300"});
+  RawClient silent = connect();
+  RawClient greeted_a = connect();
+  RawClient greeted_b = connect();
+  greeted_a.handshake("idle-a");
+  greeted_b.handshake("idle-b");
+  // Both client slots are held: a third hello is refused while they last.
+  {
+    RawClient third = connect();
+    EXPECT_THROW(third.handshake("third"), std::runtime_error);
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  const svc::Notice refused = expect_notice(silent, svc::MessageType::refused);
+  EXPECT_NE(refused.message.find("no hello within 300 ms"), std::string::npos) << refused.message;
+  EXPECT_TRUE(silent.closed_by_daemon());
+  for (RawClient* idle : {&greeted_a, &greeted_b}) {
+    const svc::Notice bye = expect_notice(*idle, svc::MessageType::goodbye);
+    EXPECT_NE(bye.message.find("no Device_Create within 300 ms"), std::string::npos) << bye.message;
+    EXPECT_TRUE(idle->closed_by_daemon());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+  expect_alive();
+}
+
+// An attached client is not subject to the handshake timeout, however long it stays idle.
+TEST_F(DaemonTest, AnAttachedClientMayStayIdle) {
+  start({"--handshake-timeout-ms", "100"});
+  RawClient client = connect();
+  client.handshake("patient");
+  const uint64_t device = client.attach();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  svc::DeviceStatus::In in;
+  in.device.id = device;
+  EXPECT_EQ(client.call<svc::DeviceStatus>(in).code, 0u);
+}
+
+// Connections beyond --max-connections are closed before anything of them is read, hello or
+// not; they count whether or not they have said hello.
+TEST_F(DaemonTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
+  start({"--max-clients", "2", "--max-connections", "3", "--handshake-timeout-ms", "60000"});
+  std::vector<RawClient> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(connect());
+  RawClient extra = connect();  // the kernel accepts; the daemon closes it
+  EXPECT_TRUE(extra.closed_by_daemon());
+  silent.pop_back();  // one slot frees when the daemon sees the close
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    try {
+      RawClient next = connect();
+      next.handshake("after");
+      served = next.attach() != 0;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  EXPECT_TRUE(served);
+}
+
 TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
   const fs::path dir = scratch("-file");
   const fs::path file = dir / "not-a-socket";

@@ -103,6 +103,7 @@ void DaemonProcess::read_output() {
       const std::lock_guard lock(output_mutex_);
       output_.append(chunk, static_cast<size_t>(got));
     } else if (got == 0) {
+      reader_at_eof_ = true;
       return;
     }
   }
@@ -126,7 +127,16 @@ int DaemonProcess::terminate(std::chrono::milliseconds timeout) {
     return -1;
   }
   pid_ = -1;
+  finish_reading();
   return status;
+}
+
+void DaemonProcess::finish_reading() {
+  // The daemon's last line (its summary) may still be in the pipe when it is reaped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!reader_at_eof_ && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void DaemonProcess::stop() {

@@ -63,6 +63,9 @@ class DaemonProcess {
   mutable std::mutex output_mutex_;
   std::string output_;
   std::atomic<bool> stop_reader_{false};
+  std::atomic<bool> reader_at_eof_{false};
+  // After the daemon has exited: lets the reader drain what is left in the pipe (bounded).
+  void finish_reading();
   std::thread reader_;
 };
 
