@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runner/bench/bench_cli.hpp"
@@ -15,6 +17,7 @@
 #include "runner/scenario/scenario_cli.hpp"
 #include "runner/smoke/smoke_cli.hpp"
 #include "runner/tools/tools_cli.hpp"
+#include "version/version.hpp"
 
 int main(int argc, char** argv) {
   // Past a file-size limit a write must fail with EFBIG, and the report writer clean up,
@@ -22,6 +25,7 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"calrt: the standalone runner for the CalRT runtime of the Calculet NPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", calrt_version::line("calrt"));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "debug logging on stderr");
   app.fallthrough();
@@ -35,6 +39,21 @@ int main(int argc, char** argv) {
     commands.push_back(add(app));
   }
 
+  // CLI11 would answer an unknown first word with "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    const auto subcommands = app.get_subcommands([](CLI::App*) { return true; });
+    std::string names;
+    bool known = false;
+    for (const CLI::App* subcommand : subcommands) {
+      known = known || subcommand->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + subcommand->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "calrt: unknown command '%s' (commands: %s; see calrt --help)\n",
+                   argv[1], names.c_str());
+      return runner::kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#ifndef CALRT_TOOL_VERSION
-#define CALRT_TOOL_VERSION "unknown"
-#endif
+#include "version/version.hpp"
 
 namespace runner {
 namespace {
@@ -157,7 +155,10 @@ std::string shell_command_line(const std::vector<std::string>& argv) {
 nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options) {
   nlohmann::json doc;
   doc["schema"] = kBenchSchema;
-  doc["tool"] = {{"name", "calrt"}, {"version", CALRT_TOOL_VERSION}, {"command", "bench"}};
+  doc["tool"] = {{"name", "calrt"},
+                 {"version", calrt_version::project()},
+                 {"commit", calrt_version::commit()},
+                 {"command", "bench"}};
   doc["command_line"] = shell_command_line(options.argv);
   doc["result"] = outcome.result;
   if (!outcome.error.empty()) {

@@ -39,6 +39,16 @@ calbin::Result<void> check_options(const GenOptions& options) {
   return {};
 }
 
+// "out/" and "out" name the same directory; the temporary sibling needs the latter.
+GenOptions normalized(const GenOptions& requested) {
+  GenOptions options = requested;
+  options.out_dir = options.out_dir.lexically_normal();
+  if (!options.out_dir.has_filename() && options.out_dir.has_parent_path()) {
+    options.out_dir = options.out_dir.parent_path();
+  }
+  return options;
+}
+
 fs::path sibling(const fs::path& out_dir, const std::string& suffix) {
   fs::path path = out_dir;
   path += suffix + std::to_string(::getpid());
@@ -78,13 +88,12 @@ std::vector<PresetInfo> presets() {
   return out;
 }
 
+calbin::Result<void> check_gen_options(const GenOptions& options) {
+  return check_options(normalized(options));
+}
+
 calbin::Result<calbin::Manifest> generate(const GenOptions& requested) {
-  // "out/" and "out" name the same directory; the temporary sibling needs the latter.
-  GenOptions options = requested;
-  options.out_dir = options.out_dir.lexically_normal();
-  if (!options.out_dir.has_filename() && options.out_dir.has_parent_path()) {
-    options.out_dir = options.out_dir.parent_path();
-  }
+  const GenOptions options = normalized(requested);
   if (auto checked = check_options(options); !checked) {
     return tl::unexpected(checked.error());
   }

@@ -32,6 +32,11 @@ struct PresetInfo {
 
 std::vector<PresetInfo> presets();
 
+// The options' own errors (unknown preset, no usable --out, an existing directory without
+// --force): what generate would refuse before writing anything. A command line maps these to
+// its usage exit code.
+calbin::Result<void> check_gen_options(const GenOptions& options);
+
 // Writes a complete calbin directory. The directory appears only when complete: it is
 // built under a temporary name next to out_dir and renamed into place.
 calbin::Result<calbin::Manifest> generate(const GenOptions& options);

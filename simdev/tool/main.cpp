@@ -1,4 +1,6 @@
 // `simdev`: the simulated device's own tool. main only parses arguments and dispatches.
+// Exit codes, as calrt's: 0 done, 1 the work failed, 2 usage or bad input. Logs and errors go
+// to stderr; stdout carries only what scripts read (the preset list, serve's listening lines).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -9,8 +11,12 @@
 
 #include "simdev/gen/generate.hpp"
 #include "simdev/service/server/server.hpp"
+#include "version/version.hpp"
 
 namespace {
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
 
 std::string joined_command_line(int argc, char** argv) {
   std::string command = "simdev";
@@ -26,13 +32,17 @@ int run_gen(simdev::gen::GenOptions options) {
   spdlog::info("gen: preset={} seed={} out={} golden={} long_cases={} force={}", options.preset,
                options.seed, options.out_dir.string(), options.with_golden, options.long_cases,
                options.force);
+  if (auto checked = simdev::gen::check_gen_options(options); !checked) {
+    spdlog::error("gen: {}", checked.error().to_string());
+    return kExitUsage;
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto manifest = simdev::gen::generate(options);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (!manifest) {
     spdlog::error("gen failed: {}", manifest.error().to_string());
     spdlog::error("replay with: {}", options.command_line);
-    return 1;
+    return kExitFail;
   }
   spdlog::info("wrote {} ({} models, {} weight shards, {} files) in {:.2f} s",
                options.out_dir.string(), manifest->models.size(), manifest->weights.size(),
@@ -61,6 +71,8 @@ int run_serve(const simdev::service::server::ServerOptions& options, const std::
 int main(int argc, char** argv) {
   CLI::App app{"simdev: the simulated Calculet NPU's tool"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", calrt_version::line("simdev"));
+  app.footer("Exit codes: 0 done; 1 the work failed; 2 usage or bad input.");
 
   simdev::gen::GenOptions gen_options;
   std::string out_dir;
@@ -94,6 +106,18 @@ int main(int argc, char** argv) {
   serve->add_option("--max-clients", serve_options.max_clients, "concurrent clients")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  serve->add_option("--calbin-root", serve_options.calbin_roots,
+                    "a directory clients may load calbins from (repeatable; none: any path)");
+  serve
+      ->add_option("--max-connections", serve_options.max_connections,
+                   "open connections, those that have not said hello included")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  serve
+      ->add_option("--handshake-timeout-ms", serve_options.handshake_timeout_ms,
+                   "close a connection without hello and Device_Create after this long")
+      ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
   serve->add_option("--keepalive-ms", serve_options.keepalive_ms, "keepalive period")
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
@@ -106,9 +130,37 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  // CLI11 would answer an unknown first word with "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::string names;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      }
+      std::fprintf(stderr, "simdev: unknown command '%s' (commands: %s; see simdev --help)\n",
+                   argv[1], names.c_str());
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : kExitUsage;
+  }
+  auto logger = spdlog::stderr_color_st("simdev");
+  logger->set_pattern("simdev: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
 
   if (serve->parsed()) {
+    if (serve_options.max_connections < serve_options.max_clients) {
+      spdlog::error(
+          "serve: --max-connections {} is below --max-clients {}: the clients could "
+          "never all connect",
+          serve_options.max_connections, serve_options.max_clients);
+      return kExitUsage;
+    }
     if (tcp_option->count() > 0) serve_options.tcp_port = static_cast<uint16_t>(tcp_port);
     return run_serve(serve_options, log_level);
   }
@@ -123,5 +175,5 @@ int main(int argc, char** argv) {
   if (list->parsed()) {
     return run_presets();
   }
-  return 2;
+  return kExitUsage;  // unreachable: CLI11 requires one subcommand
 }

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/runner/calrt_process.hpp"
 
@@ -81,6 +84,88 @@ TEST_F(StaticCommands, CheckNamesTheFailedCheckAndExitsOne) {
   EXPECT_EQ(read(report)["failed"], json::array({"memory.unit"}));
 }
 
+// Each defect through the command a user runs: the check that fails, and the field and value
+// its message names.
+TEST_F(StaticCommands, CheckNamesTheFieldAndValueOfEachDefect) {
+  struct Case {
+    const char* name;
+    std::function<void(json&, std::string&)> damage;  // the manifest, the service manifest
+    std::string check;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<Case> cases = {
+      {"device_memory_0",
+       [](json& m, std::string&) {
+         m["device_memory_required"] = {{"value", 0}, {"unit", "MiB"}};
+       },
+       "memory.capacity",
+       {"device_memory_required 0 MiB", "own plan"}},
+      {"device_memory_1_KiB",
+       [](json& m, std::string&) {
+         m["device_memory_required"] = {{"value", 1}, {"unit", "KiB"}};
+       },
+       "memory.capacity",
+       {"device_memory_required 1 KiB", "own plan"}},
+      {"device_memory_64_GiB",
+       [](json& m, std::string&) {
+         m["device_memory_required"] = {{"value", 64}, {"unit", "GiB"}};
+       },
+       "memory.capacity",
+       {"device_memory_required 64 GiB", "usable 17179869184"}},
+      {"layers_0",
+       [](json& m, std::string&) { m["llm"]["layers"] = 0; },
+       "manifest.parse",
+       {"llm.layers", "0"}},
+      {"functional_without_weights",
+       [](json& m, std::string&) { m["weights"] = json::array(); },
+       "params.in_file",
+       {"weights", "timing_only"}},
+      {"csr_element_past_the_batch",
+       [](json&, std::string& service) {
+         service.replace(service.find("current: cur_seq_len[0]"), 23, "current: cur_seq_len[7]");
+       },
+       "service.tensors",
+       {"csr.current", "cur_seq_len[7]", "batch of 1"}},
+      {"service_key_given_twice",
+       [](json&, std::string& service) {
+         service.replace(service.find("vocab: 1000"), 11, "vocab: 1000\nvocab: 1000");
+       },
+       "service.parse",
+       {"vocab", "twice"}},
+  };
+  for (const Case& c : cases) {
+    const fs::path dir = fs::temp_directory_path() /
+                         ("calrt_static_" + std::string(c.name) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::copy(kTiny, dir, fs::copy_options::recursive);
+    json manifest;
+    {
+      std::ifstream in(dir / "manifest.json");
+      manifest = json::parse(in);
+    }
+    std::string service;
+    {
+      std::ifstream in(kTinyService);
+      service.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    c.damage(manifest, service);
+    std::ofstream(dir / "manifest.json") << manifest.dump(2);
+    std::ofstream(dir / "service.yaml") << service;
+    const fs::path report = json_path(std::string("check_") + c.name);
+    const CalrtRun run = run_calrt("check " + quoted(dir) + " --manifest " +
+                                   quoted(dir / "service.yaml") + " --json " + quoted(report));
+    fs::remove_all(dir);
+    EXPECT_EQ(run.exit_code, 1) << c.name << "\n" << run.output;
+    EXPECT_NE(run.output.find("[FAIL] " + c.check), std::string::npos) << c.name << "\n"
+                                                                       << run.output;
+    for (const std::string& word : c.mentions) {
+      EXPECT_NE(run.output.find(word), std::string::npos) << c.name << ": '" << word << "' not in\n"
+                                                          << run.output;
+    }
+    EXPECT_EQ(read(report)["failed"], json::array({c.check})) << c.name;
+  }
+}
+
 TEST_F(StaticCommands, CheckOfAMissingDirectoryFailsTheParseCheck) {
   const CalrtRun run = run_calrt("check /nonexistent/calbin");
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -130,6 +215,47 @@ TEST_F(StaticCommands, PlanWithoutCalbinNeedsTheGeometry) {
   const CalrtRun run = run_calrt("plan --layers 48");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("--kv-heads"), std::string::npos) << run.output;
+}
+
+// A zero anywhere in the geometry needs no KV bytes and "fits" on any card; a 2^32 context
+// wrapped to zero in the manifest's 32-bit field. Both are usage errors naming the flag.
+TEST_F(StaticCommands, PlanRefusesZeroAndWrappingGeometry) {
+  const std::string shape = "plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960";
+  struct Case {
+    std::string args;
+    std::string flag;
+    std::string value;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"plan --layers 0 --kv-heads 4 --head-dim 128 --context 40960", "--layers", "0"},
+           {"plan --layers 48 --kv-heads 4 --head-dim 128 --context 0", "--context", "0"},
+           {"plan --layers 48 --kv-heads 4 --head-dim 128 --context 4294967296", "--context",
+            "4294967296"},
+           {shape + " --batch 0", "--batch", "0"},
+           {shape + " --chips 0", "--chips", "0"},
+           {shape + " --chips 9", "--chips", "9"},
+           {"plan " + quoted(kReference) + " --kv-heads 0", "--kv-heads", "0"}}) {
+    const CalrtRun run = run_calrt(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.flag), std::string::npos) << c.args << "\n" << run.output;
+    EXPECT_NE(run.output.find(c.value), std::string::npos) << c.args << "\n" << run.output;
+  }
+  // The largest 32-bit context is still a plan (it does not fit, which is a verdict, not bad
+  // input).
+  const CalrtRun edge = run_calrt("plan --layers 1 --kv-heads 1 --head-dim 1 --context 4294967295");
+  EXPECT_NE(edge.exit_code, 2) << edge.output;
+}
+
+TEST_F(StaticCommands, VersionAndAnUnknownCommand) {
+  const CalrtRun version = run_calrt("--version");
+  EXPECT_EQ(version.exit_code, 0) << version.output;
+  EXPECT_EQ(version.output.rfind("calrt ", 0), 0u) << version.output;
+  EXPECT_NE(version.output.find("runtime ABI 0."), std::string::npos) << version.output;
+  EXPECT_NE(version.output.find("commit "), std::string::npos) << version.output;
+  const CalrtRun bogus = run_calrt("bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
+  EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
+  EXPECT_NE(bogus.output.find("smoke"), std::string::npos) << bogus.output;
 }
 
 TEST_F(StaticCommands, PlanRejectsAnUnknownDtype) {
