@@ -676,6 +676,18 @@ Outcome dispatch(DispatchContext& context, const Request& request) {
       request);
 }
 
+Outcome refused_outcome(const Request& request, uint32_t code, const std::string& message) {
+  return std::visit(
+      [&](const auto& tagged) {
+        using C = typename std::decay_t<decltype(tagged)>::CallType;
+        Response<C> response;
+        response.code = code;
+        response.message = std::string(to_string(C::kCall)) + ": " + message;
+        return Outcome{C::kCall, code, encode_response_payload<C>(response)};
+      },
+      request);
+}
+
 Failure release_session(DispatchContext& c) {
   SessionObjects& objects = *c.objects;
   const CalrtApi* api = c.api;

@@ -45,6 +45,8 @@ struct Outcome {
 };
 
 Outcome dispatch(DispatchContext& context, const Request& request);
+// The response to `request` that the daemon gives without running it: `code`, `message`.
+Outcome refused_outcome(const Request& request, uint32_t code, const std::string& message);
 
 // Cancels the session's jobs, then releases its KV handles, buffers and calbins in that
 // order, and detaches it from the device. Idempotent. Returns the detach's outcome.

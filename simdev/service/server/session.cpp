@@ -20,6 +20,11 @@ constexpr size_t kKeepaliveQueueBound = 64;
 // A hello is a few dozen bytes: a peer that has not said it may not make the daemon buffer
 // more than this (PROTOCOL.md, "Limits").
 constexpr size_t kPreHelloPayloadLimit = 4096;
+// Requests of one session waiting for the device lane, and their bytes: beyond either, a
+// request is answered BUSY at once. A client that waits for its answers never has more than
+// a few queued; 64 leaves pipelining room.
+constexpr size_t kMaxQueuedRequests = 64;
+constexpr size_t kMaxQueuedBytes = size_t{256} << 20;
 
 const char* type_name(MessageType type) {
   switch (type) {
@@ -245,10 +250,37 @@ void Session::on_request(Frame& frame) {
       }
     });
   } else {
-    shared_.device_lane.post([self = shared_from_this(), call, work = std::move(work)]() mutable {
-      self->run_on_device_lane(call, std::move(work));
-    });
+    // Bounded per session: a flood is answered BUSY at once instead of growing the daemon.
+    if (device_queue_.size() >= kMaxQueuedRequests ||
+        device_queue_bytes_ + frame.payload.size() > kMaxQueuedBytes) {
+      outstanding_.erase(id);
+      send(encode_frame(MessageType::response, id,
+                        refused_outcome(*request, CALRT_BUSY,
+                                        "the session has " + std::to_string(device_queue_.size()) +
+                                            " requests (" + std::to_string(device_queue_bytes_) +
+                                            " bytes) queued for the device; the limit is " +
+                                            std::to_string(kMaxQueuedRequests) + " requests, " +
+                                            std::to_string(kMaxQueuedBytes) + " bytes")
+                            .payload));
+      return;
+    }
+    device_queue_bytes_ += frame.payload.size();
+    device_queue_.push_back(
+        DeviceWork{id, frame.payload.size(),
+                   [self = shared_from_this(), call, work = std::move(work)]() mutable {
+                     self->run_on_device_lane(call, std::move(work));
+                   }});
+    post_next_device_work();
   }
+}
+
+void Session::post_next_device_work() {
+  if (on_device_lane_ || device_queue_.empty() || phase_ == Phase::closed) return;
+  DeviceWork next = std::move(device_queue_.front());
+  device_queue_.pop_front();
+  device_queue_bytes_ -= next.bytes;
+  on_device_lane_ = next.request_id;
+  shared_.device_lane.post(std::move(next.run));
 }
 
 void Session::run_on_device_lane(Call call, QuietPointQueue::Run work) {
@@ -287,6 +319,10 @@ void Session::deliver(std::shared_ptr<Session> self, uint32_t request_id, Outcom
 
 void Session::on_response(uint32_t request_id, Outcome outcome) {
   outstanding_.erase(request_id);
+  if (on_device_lane_ == request_id) {
+    on_device_lane_.reset();
+    post_next_device_work();
+  }
   if (outcome.call == Call::device_create) {
     attach_ = outcome.code == CALRT_OK ? Attach::attached : Attach::failed;
   } else if (outcome.call == Call::device_destroy && outcome.code == CALRT_OK) {
@@ -374,6 +410,9 @@ void Session::close_now() {
   close_timer_.cancel();
   handshake_timer_.cancel();
   writes_.clear();
+  // Requests not yet on the device lane are dropped: nobody is left to answer.
+  device_queue_.clear();
+  device_queue_bytes_ = 0;
   --shared_.connections;
   if (admitted_) {
     admitted_ = false;

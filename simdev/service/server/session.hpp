@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_response(uint32_t request_id, Outcome outcome);
   void start_cleanup();
   void run_on_device_lane(Call call, QuietPointQueue::Run work);
+  // Device-lane work of this session goes to the lane one item at a time: the next is posted
+  // when the one before has answered. Each session then has at most one item in the lane's
+  // FIFO, so sessions take turns however many requests one of them pipelines.
+  void post_next_device_work();
   // After something that may leave the device quiet: lets waiting configures run.
   static void poll_quiet_point(const std::shared_ptr<Session>& self);
 
@@ -102,6 +107,14 @@ class Session : public std::enable_shared_from_this<Session> {
   Attach attach_ = Attach::none;
   bool admitted_ = false;
   std::set<uint32_t> outstanding_;
+  struct DeviceWork {
+    uint32_t request_id;
+    size_t bytes;  // of the request's payload, counted against kMaxQueuedBytes
+    std::function<void()> run;
+  };
+  std::deque<DeviceWork> device_queue_;  // io thread: not yet on the device lane
+  size_t device_queue_bytes_ = 0;
+  std::optional<uint32_t> on_device_lane_;  // the request the lane holds for this session
   std::deque<std::vector<uint8_t>> writes_;
   bool writing_ = false;
   bool close_after_flush_ = false;

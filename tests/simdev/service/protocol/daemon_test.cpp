@@ -678,6 +678,93 @@ TEST_F(DaemonTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   EXPECT_TRUE(served);
 }
 
+// A session that pipelines requests without reading its answers may queue 64 for the device;
+// the rest are answered BUSY at once, each answered, none dropped, the session kept.
+TEST_F(DaemonTest, QueuedRequestsPerSessionAreBounded) {
+  start();
+  RawClient flood = connect();
+  flood.handshake("flood");
+  const uint64_t device = flood.attach();
+  svc::DeviceStatus::In in;
+  in.device.id = device;
+  constexpr uint32_t kSent = 2000;  // one burst, read by the daemon in one or two reads
+  std::vector<uint8_t> burst;
+  for (uint32_t id = 100; id < 100 + kSent; ++id) {
+    const auto frame = svc::encode_frame(svc::MessageType::request, id,
+                                         svc::encode_request_payload<svc::DeviceStatus>(in));
+    burst.insert(burst.end(), frame.begin(), frame.end());
+  }
+  flood.send_bytes(burst);
+  uint32_t ok = 0;
+  uint32_t busy = 0;
+  for (uint32_t i = 0; i < kSent; ++i) {
+    auto frame = flood.read_frame();
+    ASSERT_TRUE(frame) << "closed after " << i << " answers";
+    ASSERT_EQ(frame->header.type, svc::MessageType::response);
+    auto response = svc::decode_response_payload<svc::DeviceStatus>(frame->payload);
+    ASSERT_TRUE(response) << response.error();
+    if (response->code == CALRT_OK) {
+      ++ok;
+    } else {
+      ASSERT_EQ(response->code, static_cast<uint32_t>(CALRT_BUSY)) << response->message;
+      EXPECT_NE(response->message.find("queued for the device"), std::string::npos)
+          << response->message;
+      ++busy;
+    }
+  }
+  EXPECT_EQ(ok + busy, kSent);
+  EXPECT_GT(busy, 0u);
+  EXPECT_GE(ok, 64u);
+  EXPECT_EQ(flood.call<svc::DeviceStatus>(in).code, 0u);  // the session goes on
+}
+
+// One session's flood delays another session's call by about one of its requests, not by the
+// whole flood: the device lane takes one request per session in turn. Seen on the device
+// clock, without timing the host: the flood is 64 Clock_HostSpend(10 ms), so the device time
+// the other session's Clock_Get reads counts the flood requests that ran before it.
+TEST_F(DaemonTest, AFloodingSessionDoesNotStallAnother) {
+  start();
+  RawClient flood = connect();
+  flood.handshake("flood");
+  const uint64_t device = flood.attach();
+  RawClient victim = connect();
+  victim.handshake("victim");
+  const uint64_t victim_device = victim.attach();  // the same device: the daemon hosts one
+  svc::ClockGet::In get;
+  get.handle.id = device;
+  const auto before = flood.call<svc::ClockGet>(get);
+  ASSERT_EQ(before.code, 0u) << before.message;
+  svc::ClockHostSpend::In spend;
+  spend.device.id = device;
+  spend.duration_ns = 10'000'000;
+  constexpr uint32_t kFlood = 64;  // the session's whole queue bound
+  std::vector<uint8_t> burst;
+  for (uint32_t id = 1000; id < 1000 + kFlood; ++id) {
+    const auto frame = svc::encode_frame(svc::MessageType::request, id,
+                                         svc::encode_request_payload<svc::ClockHostSpend>(spend));
+    burst.insert(burst.end(), frame.begin(), frame.end());
+  }
+  // The victim's handles are its own; the clock is the device's.
+  svc::ClockGet::In victim_get;
+  victim_get.handle.id = victim_device;
+  // Both arrive while the daemon is stopped, the flood first: on waking it has both to read
+  // before the flood's first request has answered.
+  daemon_->stop();
+  flood.send_bytes(burst);
+  victim.send_request<svc::ClockGet>(1, victim_get);
+  daemon_->resume();
+  auto answer = victim.read_frame();
+  ASSERT_TRUE(answer);
+  const auto during = svc::decode_response_payload<svc::ClockGet>(answer->payload);
+  ASSERT_TRUE(during) << during.error();
+  ASSERT_EQ(during->code, 0u) << during->message;
+  const uint64_t spent_ms = (during->out.device_time_ns - before.out.device_time_ns) / 1'000'000;
+  // In arrival order the Clock_Get would run after all 64 (640 ms); taking turns, after one.
+  EXPECT_LT(spent_ms, kFlood * 10 / 2) << "the victim's call ran after " << spent_ms / 10
+                                       << " of the " << kFlood << " flood requests";
+  RecordProperty("flood_requests_before_victim", std::to_string(spent_ms / 10));
+}
+
 TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
   const fs::path dir = scratch("-file");
   const fs::path file = dir / "not-a-socket";
