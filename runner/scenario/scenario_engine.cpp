@@ -907,6 +907,9 @@ void Engine::judge() {
 
 std::string device_config(const Scenario& scenario, uint64_t seed) {
   std::string config = "seed=" + std::to_string(seed);
+  // A random fault plan that breaks one of the simulator's invariants stops at that line
+  // (simdev/device/base/invariants.hpp) instead of surfacing later as a wrong count.
+  if (scenario.device.find("strict=") == std::string::npos) config += ";strict=on";
   if (!scenario.device.empty()) {
     config += ";" + scenario.device;
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "calbin/acceptance/checks.hpp"
@@ -58,6 +59,13 @@ int run_check(const CheckCommandOptions& options) {
       std::fprintf(stderr, "calrt check: %s\n", problem.c_str());
       return kExitUsage;
     }
+  }
+  // A calbin that is not there is bad input, as in inspect and smoke; a manifest that is there
+  // but does not parse is a failed check (manifest.parse).
+  if (std::error_code error; !std::filesystem::is_directory(options.calbin, error)) {
+    std::fprintf(stderr, "calrt check: %s: not a calbin directory (no such directory)\n",
+                 options.calbin.string().c_str());
+    return kExitUsage;
   }
   calbin::CheckOptions check_options;
   check_options.calbin_dir = options.calbin;

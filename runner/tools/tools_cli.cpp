@@ -48,7 +48,7 @@ class CheckCommand : public Command {
         ->check(finite_range(1.0 / 1024, 1024.0 * 1024))
         ->capture_default_str();
     app.add_flag("--list", o.list, "list every check and exit");
-    app.footer("Exit codes: 0 no check failed; 1 a check failed; 2 usage error.");
+    app.footer("Exit codes: 0 no check failed; 1 a check failed; 2 usage, or no calbin directory.");
   }
   int run(int /*argc*/, char** /*argv*/) override {
     if (options_.calbin.empty() && !options_.list) {

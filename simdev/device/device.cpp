@@ -16,6 +16,7 @@ Expected<std::unique_ptr<Device>> Device::create(std::string_view config_text) {
 Device::Device(const DeviceConfig& config)
     : config_(config), chips_(config.chips), chip_busy_ps_(config.chips) {
   engine_.set_paced(config.clock == ClockMode::kPaced);
+  engine_.invariants().set_strict(config.strict);
 }
 
 Status Device::host_spend(uint64_t duration_ns) {
@@ -111,6 +112,10 @@ Expected<Device::ConfiguredModel> Device::configured_model(ObjectId calbin_id,
 }
 
 Status Device::require_allowed(DeviceCall call) const {
+  if (engine_.invariants().stopped()) {
+    return fail(CALRT_INTERNAL, "the simulated device stopped at a broken invariant (strict): " +
+                                    engine_.invariants().first_failure());
+  }
   const CalrtDeviceState current = state();
   const CallVerdict verdict = call_verdict(call, current);
   if (verdict == CallVerdict::kAllowed) {

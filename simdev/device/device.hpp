@@ -20,6 +20,7 @@
 #include "simdev/device/buffer.hpp"
 #include "simdev/device/faults/fault_effects.hpp"
 #include "simdev/device/faults/fault_plan.hpp"
+#include "simdev/device/faults/operation_faults.hpp"
 #include "simdev/device/job.hpp"
 #include "simdev/device/model/calbin_image.hpp"
 #include "simdev/device/model/kv_handle.hpp"
@@ -273,16 +274,6 @@ class Device final : private FaultEffects {
   // Kv_Allocate / Kv_Clear: the error the operation returns, if a fault makes it fail.
   Status inject_kv(FaultPoint point, KvHandle* kv, const std::string& request);
   // Calbin_Configure's upload: what the faults do to it (device_calbins.cpp applies it).
-  struct UploadFaults {
-    uint64_t slow_factor = 1;
-    bool hang = false;
-    bool hang_persistent = false;
-    std::optional<Fault> failure;  // DMA_ERROR, ECC_UNCORRECTABLE, FIRMWARE_CRASH
-    uint32_t failure_level = 0;
-    bool failure_persistent = false;
-    std::optional<uint32_t> ecc_chip;  // ECC_UNCORRECTABLE: the chip whose weights flip
-    uint64_t ecc_draw = 0;
-  };
   UploadFaults inject_upload(const CalbinImage& image);
   // The upload's DMA, ECC or firmware failure: the device FAULTED and the error to return.
   Status fail_upload(CalbinImage& image, const UploadFaults& faults);
@@ -309,10 +300,10 @@ class Device final : private FaultEffects {
   // Transitions the state machine tables forbid that the device nevertheless attempted
   // (refused and counted; always 0 unless the device has a bug).
   uint64_t state_machine_violations_ = 0;
-  HandleTable<CalbinImage> calbins_{kMaxCalbins};
-  HandleTable<Buffer> buffers_{kMaxBuffers};
-  HandleTable<Job> jobs_{kMaxJobs};
-  HandleTable<KvHandle> kvs_{kMaxKvHandles};
+  HandleTable<CalbinImage> calbins_{kMaxCalbins, &engine_.invariants()};
+  HandleTable<Buffer> buffers_{kMaxBuffers, &engine_.invariants()};
+  HandleTable<Job> jobs_{kMaxJobs, &engine_.invariants()};
+  HandleTable<KvHandle> kvs_{kMaxKvHandles, &engine_.invariants()};
   Tombstones tombstones_;
   struct StageQueue {
     std::deque<ObjectId> waiting;

@@ -188,7 +188,7 @@ Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout
     return tl::unexpected(fail_upload(image, faults).error());
   }
   image.memory_used_bytes = result.memory_used_bytes;
-  image.kv_allocator = std::make_unique<KvAllocator>(image.kv.total_tokens);
+  image.kv_allocator = std::make_unique<KvAllocator>(image.kv.total_tokens, engine_.invariants());
   image.configured = true;
   return result;
 }

@@ -288,6 +288,10 @@ std::string Device::hang_report() const {
       {"kv", kvs_.live_count()},
   };
   report["state_machine_violations"] = state_machine_violations_;
+  const Invariants& invariants = engine_.invariants();
+  report["invariants"] = {{"strict", invariants.strict()},
+                          {"failures", invariants.failures()},
+                          {"first_failure", invariants.first_failure()}};
   // Messages quote host input (paths, names): invalid UTF-8 is replaced, never thrown.
   return report.dump(2, ' ', false, Json::error_handler_t::replace);
 }

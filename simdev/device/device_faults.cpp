@@ -7,63 +7,12 @@
 #include "simdev/device/base/random_stream.hpp"
 #include "simdev/device/device.hpp"
 #include "simdev/device/faults/compute_faults.hpp"
+#include "simdev/device/faults/operation_faults.hpp"
 
 namespace simdev {
 namespace {
 
 std::string ms_text(TimePs ps) { return std::to_string(ps / kPsPerMs) + " ms"; }
-
-// Silent data corruption that a numeric check cannot miss. Each 16-bit word of the outputs
-// (a BF16 value: sign 15, exponent 14..7, mantissa 6..0) is picked with probability 1/16,
-// and the bits of its exponent are flipped so that it grows by 32 (shrinks by 32 when
-// that would overflow): the value is scaled by 2^32. A single exponent bit would not do:
-// flipping the top one turns values in [1, 2) into Inf/NaN, which a careless comparison
-// (NaN > tolerance is false) lets pass, and flipping a lower one shrinks the values near 1
-// to almost nothing, which a cosine barely notices. Scaled by 2^32 a value stays finite
-// even squared in float, the picked sixteenth of the values carries nearly all the energy
-// (the cosine with the true logits drops to about 0.25 whatever their scale), the argmax
-// moves and the max error is in the millions. At least one word changes, even in a tiny
-// output.
-uint16_t scaled_by_2_32(uint16_t word) {
-  const uint32_t exponent = (word >> 7) & 0xFFu;
-  const uint32_t shifted = exponent <= 222 ? exponent + 32 : exponent - 32;
-  return static_cast<uint16_t>((word & 0x807Fu) | (shifted << 7));
-}
-
-std::string corrupt_outputs(TensorBytes& outputs, uint64_t draw) {
-  RandomStream pick(draw, "corrupted_output");
-  uint64_t words = 0;
-  uint64_t changed = 0;
-  const auto corrupt = [](std::vector<uint8_t>& tensor, size_t word) {
-    const auto value = static_cast<uint16_t>(tensor[2 * word] | (tensor[2 * word + 1] << 8));
-    const uint16_t bad = scaled_by_2_32(value);
-    tensor[2 * word] = static_cast<uint8_t>(bad & 0xFFu);
-    tensor[2 * word + 1] = static_cast<uint8_t>(bad >> 8);
-  };
-  for (auto& tensor : outputs) {
-    for (size_t w = 0; w < tensor.size() / 2; ++w) {
-      ++words;
-      if (pick.below(16) == 0) {
-        corrupt(tensor, w);
-        ++changed;
-      }
-    }
-  }
-  if (changed == 0 && words > 0) {
-    uint64_t target = draw % words;
-    for (auto& tensor : outputs) {
-      const uint64_t here = tensor.size() / 2;
-      if (target < here) {
-        corrupt(tensor, target);
-        changed = 1;
-        break;
-      }
-      target -= here;
-    }
-  }
-  return "scaled " + std::to_string(changed) + " of " + std::to_string(words) +
-         " 16-bit output values by 2^32 (exponent bits flipped)";
-}
 
 // An uncorrectable ECC error in a chip's weights: one bit of one int8 weight.
 std::string flip_weight_bit(ChipWeights& weights, uint64_t draw) {
@@ -278,30 +227,8 @@ bool Device::inject_input_dma(Job& job, TimePs& duration) {
   const std::string where =
       "the input DMA of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
   for (const Injection& injection : inject(site, FaultPoint::kInputDma, job.serial)) {
-    const FaultSpec& spec = *injection.spec;
-    std::string detail;
-    switch (injection.kind) {
-      case FaultKind::kDmaH2d:
-        if (!job.final() && !job.stage_fault) {
-          job.stage_fault = Job::StageFault{
-              CALRT_JOB_FAILED, CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT,
-              spec.persistent,  false,           where + " failed (fault plan: dma_h2d)"};
-        }
-        detail = where + ": the transfer fails at its end with DMA_ERROR";
-        break;
-      case FaultKind::kEccCorrectable:
-        correct_ecc(spec.chip);
-        detail = where + ": chip " + std::to_string(spec.chip) + " corrected an ECC error";
-        break;
-      case FaultKind::kDeviceLost:
-        lose_device(where);
-        detail = where + ": the device is lost";
-        break;
-      default:
-        detail = where + ": no effect at this operation";
-        break;
-    }
-    record_injection(injection, site, job.serial, std::move(detail));
+    record_injection(injection, site, job.serial,
+                     apply_dma_fault(injection, job, where, DmaDirection::kInput, *this));
   }
   return !job.final();
 }
@@ -424,34 +351,8 @@ bool Device::inject_output_dma(Job& job, TimePs& duration) {
   const std::string where =
       "the output DMA of " + job_label(job) + " (" + std::string(to_string(site)) + ")";
   for (const Injection& injection : inject(site, FaultPoint::kOutputDma, job.serial)) {
-    const FaultSpec& spec = *injection.spec;
-    std::string detail = where + ": ";
-    switch (injection.kind) {
-      case FaultKind::kDmaD2h:
-        if (!job.final() && !job.stage_fault) {
-          job.stage_fault = Job::StageFault{
-              CALRT_JOB_FAILED, CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT,
-              spec.persistent,  false,           where + " failed (fault plan: dma_d2h)"};
-        }
-        detail += "the transfer fails at its end with DMA_ERROR";
-        break;
-      case FaultKind::kCorruptedOutput:
-        detail += job.final() ? "no effect: the job had ended"
-                              : corrupt_outputs(job.staged_outputs, injection.draw);
-        break;
-      case FaultKind::kEccCorrectable:
-        correct_ecc(spec.chip);
-        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
-        break;
-      case FaultKind::kDeviceLost:
-        lose_device(where);
-        detail += "the device is lost";
-        break;
-      default:
-        detail += "no effect at this operation";
-        break;
-    }
-    record_injection(injection, site, job.serial, std::move(detail));
+    record_injection(injection, site, job.serial,
+                     apply_dma_fault(injection, job, where, DmaDirection::kOutput, *this));
   }
   return !job.final();
 }
@@ -473,121 +374,24 @@ void Device::end_stage_with_fault(Job& job) {
 }
 
 Status Device::inject_kv(FaultPoint point, KvHandle* kv, const std::string& request) {
-  Status result;
-  const auto refuse = [&result](CalrtCode code, const std::string& message) {
-    if (result) {
-      result = fail(code, message);
-    }
+  KvFaults gathered;
+  const KvBitFlip flip = [kv](uint32_t chip, uint64_t draw) -> std::optional<std::string> {
+    return kv != nullptr ? kv->store.flip_bit(chip, draw) : std::nullopt;
   };
   for (const Injection& injection : inject(FaultSite::kKv, point, 0)) {
-    const FaultSpec& spec = *injection.spec;
-    std::string detail = request + ": ";
-    switch (injection.kind) {
-      case FaultKind::kEccCorrectable:
-        correct_ecc(spec.chip);
-        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
-        break;
-      case FaultKind::kEccUncorrectable: {
-        const std::optional<std::string> flipped =
-            kv != nullptr ? kv->store.flip_bit(spec.chip, injection.draw) : std::nullopt;
-        const std::string what = "uncorrectable ECC error on chip " + std::to_string(spec.chip) +
-                                 " during " + request +
-                                 (flipped ? " (" + *flipped + " flipped)" : " (no KV contents)");
-        count_uncorrected(spec.chip);
-        stop_chip(spec.chip, CALRT_CHIP_DEGRADED, what);
-        raise_device_fault(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent, what);
-        refuse(CALRT_ECC_UNCORRECTABLE, request + " failed: " + what);
-        detail += what;
-        break;
-      }
-      case FaultKind::kDeviceLost:
-        lose_device(request);
-        refuse(CALRT_DEVICE_LOST, request + " failed: the device was lost");
-        detail += "the device is lost";
-        break;
-      case FaultKind::kFirmwareCrash: {
-        const std::string why = "the firmware crashed during " + request;
-        for (uint32_t c = 0; c < chips_.size(); ++c) {
-          stop_chip(c, CALRT_CHIP_HUNG, "firmware crashed during " + request);
-        }
-        raise_device_fault(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent, why);
-        fail_in_flight(CALRT_FIRMWARE_CRASH, why);
-        refuse(CALRT_FIRMWARE_CRASH, request + " failed: " + why);
-        detail += "the firmware crashed; every in-flight job failed";
-        break;
-      }
-      case FaultKind::kKvExhaustion:
-        refuse(CALRT_KV_EXHAUSTED, request +
-                                       ": the KV reservation has no room (fault plan: "
-                                       "kv_exhaustion, as if the reservation were full)");
-        detail += "refused as if the KV reservation were full";
-        break;
-      default:
-        detail += "no effect at this operation";
-        break;
-    }
-    record_injection(injection, FaultSite::kKv, 0, std::move(detail));
+    record_injection(injection, FaultSite::kKv, 0,
+                     apply_kv_fault(injection, request, flip, *this, gathered));
   }
-  return result;
+  if (gathered.refusal) return fail(gathered.refusal->code, gathered.refusal->message);
+  return {};
 }
 
-Device::UploadFaults Device::inject_upload(const CalbinImage& image) {
+UploadFaults Device::inject_upload(const CalbinImage& image) {
   UploadFaults out;
   const std::string where = "the parameter upload of calbin #" + std::to_string(image.serial);
-  const auto failure = [&out](CalrtCode code, uint32_t level, bool persistent,
-                              const std::string& message) {
-    if (!out.failure) {
-      out.failure = Fault{code, message};
-      out.failure_level = level;
-      out.failure_persistent = persistent;
-    }
-  };
   for (const Injection& injection : inject(FaultSite::kConfigure, FaultPoint::kUpload, 0)) {
-    const FaultSpec& spec = *injection.spec;
-    std::string detail = where + ": ";
-    switch (injection.kind) {
-      case FaultKind::kDmaH2d:
-        failure(CALRT_DMA_ERROR, CALRT_RESET_JOB_ABORT, spec.persistent,
-                where + " failed: DMA error (fault plan: dma_h2d)");
-        detail += "the transfer fails with DMA_ERROR";
-        break;
-      case FaultKind::kJobHang:
-        out.hang = true;
-        out.hang_persistent = out.hang_persistent || spec.persistent;
-        detail += "the upload hangs";
-        break;
-      case FaultKind::kEccCorrectable:
-        correct_ecc(spec.chip);
-        detail += "chip " + std::to_string(spec.chip) + " corrected an ECC error";
-        break;
-      case FaultKind::kEccUncorrectable:
-        if (!out.failure) {
-          out.ecc_chip = spec.chip;
-          out.ecc_draw = injection.draw;
-        }
-        failure(CALRT_ECC_UNCORRECTABLE, CALRT_RESET_CHIP, spec.persistent,
-                where + " failed: uncorrectable ECC error in chip " + std::to_string(spec.chip) +
-                    "'s weights");
-        detail += "uncorrectable ECC error in chip " + std::to_string(spec.chip) + "'s weights";
-        break;
-      case FaultKind::kDeviceLost:
-        lose_device(where);
-        detail += "the device is lost";
-        break;
-      case FaultKind::kFirmwareCrash:
-        failure(CALRT_FIRMWARE_CRASH, CALRT_RESET_CHIP, spec.persistent,
-                where + " failed: the firmware crashed");
-        detail += "the firmware crashed";
-        break;
-      case FaultKind::kSlowCompletion:
-        out.slow_factor = saturating_mul(out.slow_factor, fault_factor(spec));
-        detail += "the upload takes x" + std::to_string(fault_factor(spec)) + " longer";
-        break;
-      default:
-        detail += "no effect at this operation";
-        break;
-    }
-    record_injection(injection, FaultSite::kConfigure, 0, std::move(detail));
+    record_injection(injection, FaultSite::kConfigure, 0,
+                     apply_upload_fault(injection, where, *this, out));
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "abi/calrt_ext.hpp"
 #include "runner/conformance/clauses/clauses.hpp"
 
 namespace runner {
@@ -92,6 +93,24 @@ void cfg_not_configured(ClauseContext& ctx) {
               "Kv_Capacity before configure");
 }
 
+// The device time configure reports is some time, and no more than the device's clock moved
+// during the call (when the runtime offers its clock): 0 is no answer, and a figure larger
+// than the clock's own advance cannot be device time.
+void cfg_configure_time(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::calbin);
+  const calrt::DeviceClock clock = calrt::DeviceClock::of(f.device);
+  const std::chrono::nanoseconds before = clock ? clock.now() : std::chrono::nanoseconds(0);
+  const calrt::ConfigureResult result = f.calbin.configure(kClauseWait);
+  const std::chrono::nanoseconds after = clock ? clock.now() : std::chrono::nanoseconds(0);
+  require(result.configure_time.count() > 0, "Calbin_Configure reports configure_time_ns 0");
+  if (clock) {
+    require(result.configure_time <= after - before,
+            fmt::format("Calbin_Configure reports {} ns, but the device clock moved {} ns during "
+                        "the call",
+                        result.configure_time.count(), (after - before).count()));
+  }
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_cfg() {
@@ -100,6 +119,7 @@ std::vector<Clause> clauses_cfg() {
       {"CFG.2", "CFG", "memory accounting", cfg_memory},
       {"CFG.3", "CFG", "configure twice", cfg_twice},
       {"CFG.4", "CFG", "not configured", cfg_not_configured},
+      {"CFG.5", "CFG", "configure time is plausible", cfg_configure_time},
   };
 }
 

@@ -138,6 +138,56 @@ void err_ownership(ClauseContext& ctx) {
   CALRT_HPP_ENTRY(ctx.api, Error_Destroy)(&none);
 }
 
+// Two errors alive at once, each from a Calbin_Create of its own missing path: each message
+// names its own path, and the first message, read again after the second, is unchanged (a
+// runtime that formats every message into one shared buffer fails here, not in ERR.4).
+void err_distinct_messages(ClauseContext& ctx) {
+  const Fixture f = ctx.fixture(Setup::device);
+  const std::filesystem::path dir = ctx.options.calbin.parent_path();
+  const std::string paths[2] = {(dir / "conformance-missing-first").string(),
+                                (dir / "conformance-missing-second").string()};
+  CalrtError* errors[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    auto create = args_of<Calrt_Calbin_Create_Args>();
+    create.device = f.device.get();
+    create.path = paths[i].c_str();
+    errors[i] = CALRT_HPP_ENTRY(ctx.api, Calbin_Create)(&create);
+  }
+  const auto message_of = [&](CalrtError* error) {
+    auto message = args_of<Calrt_Error_Message_Args>();
+    message.error = error;
+    CALRT_HPP_ENTRY(ctx.api, Error_Message)(&message);
+    return message.message != nullptr ? std::string(message.message) : std::string();
+  };
+  const auto release = [&] {
+    for (CalrtError* error : errors) {
+      auto destroy = args_of<Calrt_Error_Destroy_Args>();
+      destroy.error = error;
+      CALRT_HPP_ENTRY(ctx.api, Error_Destroy)(&destroy);
+    }
+  };
+  if (errors[0] == nullptr || errors[1] == nullptr) {
+    release();
+    throw ClauseFailure("Calbin_Create of a missing path returned no error");
+  }
+  auto first_message = args_of<Calrt_Error_Message_Args>();
+  first_message.error = errors[0];
+  CALRT_HPP_ENTRY(ctx.api, Error_Message)(&first_message);
+  const std::string first = first_message.message != nullptr ? first_message.message : "";
+  const std::string second = message_of(errors[1]);
+  // The first error's own pointer, read after the second message was formatted.
+  const std::string first_again = first_message.message != nullptr ? first_message.message : "";
+  const std::string first_reread = message_of(errors[0]);
+  release();
+  require(first.find("conformance-missing-first") != std::string::npos,
+          "the first error's message '" + first + "' does not name its path");
+  require(second.find("conformance-missing-second") != std::string::npos,
+          "the second error's message '" + second + "' does not name its path");
+  require(first_again == first && first_reread == first,
+          "the first error's message changed once the second was read: '" + first + "' became '" +
+              first_again + "' (its pointer) and '" + first_reread + "' (read again)");
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_err() {
@@ -146,6 +196,7 @@ std::vector<Clause> clauses_err() {
       {"ERR.2", "ERR", "device faults are device class", err_device_class},
       {"ERR.3", "ERR", "messages name the object", err_messages},
       {"ERR.4", "ERR", "errors are owned by the caller", err_ownership},
+      {"ERR.5", "ERR", "each error keeps its own message", err_distinct_messages},
   };
 }
 

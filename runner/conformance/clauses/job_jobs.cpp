@@ -126,6 +126,13 @@ void job_wait_host_cost(ClauseContext& ctx) {
   Fixture f = ctx.fixture(Setup::ready, 0, ClockNeed::real);
   ctx.plan_hang(f.device);
   calrt::Job job = ctx.submit(f, f.prefill);
+  // A first wait lets the job run into its hang. A simulator does the device's work on the
+  // waiting thread (the job's stages up to the hang), which is not the wait's cost; after the
+  // hang the device has nothing to do until its watchdog, seconds away.
+  if (job.wait(milliseconds(20)) != calrt::WaitResult::not_ready) {
+    job.cancel();
+    throw ClauseFailure("Job_Wait(20 ms) on a hung job returned READY");
+  }
   constexpr milliseconds timeout(100);
   const auto wall_begin = std::chrono::steady_clock::now();
   const nanoseconds thread_begin = cpu_time(CLOCK_THREAD_CPUTIME_ID);

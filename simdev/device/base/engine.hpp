@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "simdev/device/base/event_queue.hpp"
+#include "simdev/device/base/invariants.hpp"
 
 namespace simdev {
 
@@ -29,6 +30,9 @@ class Engine {
   static constexpr uint64_t kMaxEventsPerRun = uint64_t{1} << 24;
 
   TimePs now() const { return now_ps_; }
+  // The device's invariant checks (invariants.hpp), kept with its clock.
+  Invariants& invariants() { return invariants_; }
+  const Invariants& invariants() const { return invariants_; }
   EventQueue& queue() { return queue_; }
   const EventQueue& queue() const { return queue_; }
 
@@ -64,6 +68,7 @@ class Engine {
   SteadyTime wall_time_of(TimePs time_ps) const;
 
   TimePs now_ps_ = 0;
+  Invariants invariants_;
   EventQueue queue_;
   bool paced_ = false;
   SteadyTime origin_{};  // paced: the wall time at which the device clock read 0

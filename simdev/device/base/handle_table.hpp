@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "simdev/device/base/invariants.hpp"
+
 namespace simdev {
 
 struct ObjectId {
@@ -22,7 +24,9 @@ uint32_t next_generation();
 template <class T>
 class HandleTable {
  public:
-  explicit HandleTable(uint32_t capacity) : capacity_(capacity) {}
+  // invariants: the owning device's checks (invariants.hpp); none for a table outside a device.
+  explicit HandleTable(uint32_t capacity, Invariants* invariants = nullptr)
+      : capacity_(capacity), invariants_(invariants) {}
 
   // Stores object; nullopt when the table is full.
   std::optional<ObjectId> insert(std::unique_ptr<T> object) {
@@ -37,6 +41,9 @@ class HandleTable {
       return std::nullopt;
     }
     Slot& slot = slots_[index];
+    // A slot on the free list holds nothing: reusing a live one would orphan its object and
+    // hand its id to another.
+    if (invariants_ != nullptr) SIMDEV_ASSERT(*invariants_, !slot.object);
     slot.generation = next_generation();
     slot.object = std::move(object);
     return ObjectId{index, slot.generation};
@@ -84,6 +91,7 @@ class HandleTable {
     std::unique_ptr<T> object;
   };
   uint32_t capacity_;
+  Invariants* invariants_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
 };

@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "simdev/device/base/invariants.hpp"
+
 namespace simdev {
 
 struct KvRange {
@@ -15,7 +17,7 @@ struct KvRange {
 
 class KvAllocator {
  public:
-  explicit KvAllocator(uint64_t total_tokens);
+  KvAllocator(uint64_t total_tokens, Invariants& invariants);
 
   // The lowest free range that fits; nullopt when no contiguous room exists.
   std::optional<KvRange> allocate(uint64_t tokens);
@@ -29,6 +31,11 @@ class KvAllocator {
   size_t live_count() const { return allocated_.size(); }
 
  private:
+  // Free and live ranges tile [0, total) exactly: no gap, no overlap, no two free ranges
+  // adjacent, the free count their sum.
+  void check_tiling() const;
+
+  Invariants& invariants_;
   uint64_t total_tokens_;
   uint64_t free_tokens_;
   std::map<uint64_t, uint64_t> free_;       // begin -> tokens, never adjacent

@@ -42,6 +42,8 @@ uint64_t get_mutant(const DeviceConfig& config) {
 void set_mutant(DeviceConfig& config, uint64_t value) {
   config.numerics_mutant = static_cast<NumericsMutant>(value);
 }
+uint64_t get_strict(const DeviceConfig& config) { return config.strict ? 1 : 0; }
+void set_strict(DeviceConfig& config, uint64_t value) { config.strict = value != 0; }
 void set_clock(DeviceConfig& config, uint64_t value) {
   config.clock = static_cast<ClockMode>(value);
 }
@@ -55,6 +57,7 @@ constexpr ParamSpec number(std::string_view section, std::string_view name, std:
 }
 
 constexpr std::array<std::string_view, 2> kClockModes = {"virtual", "paced"};
+constexpr std::array<std::string_view, 2> kStrictModes = {"off", "on"};
 
 constexpr ParamTag kSpec = ParamTag::kSpec;
 constexpr ParamTag kAssumed = ParamTag::kAssumed;
@@ -78,6 +81,10 @@ const std::array kParams = {
                                 "device time a job's compute may take before the device's "
                                 "watchdog ends it as TIMED_OUT (DEVICE_HUNG); a hung configure "
                                 "is stopped by it too"),
+    ParamSpec{"", "strict", "", 0, 0, kStrictModes.size() - 1, kAssumed,
+              "simulator setting: on stops the device at the first broken internal invariant "
+              "(base/invariants.hpp); off counts them in the diagnostic report",
+              kStrictModes, &get_strict, &set_strict},
     ParamSpec{"", "numerics_mutant", "", 0, 0, kNumericsMutantNames.size() - 1, kAssumed,
               "TEST ONLY: a deliberate numeric defect (base/numerics_mutant.hpp) for the "
               "smoke's negative controls; none on a real run",

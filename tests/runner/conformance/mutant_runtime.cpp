@@ -540,12 +540,37 @@ CalrtError* configure_any_state(Calrt_Calbin_Configure_Args* args) {
   return swallow(sim().Calbin_Configure(args), CALRT_WRONG_STATE);
 }
 
+// configure-time-zero / configure-time-inflated: Calbin_Configure reports 0 ns, or a thousand
+// times the device time it took.
+CalrtError* configure_time_zero(Calrt_Calbin_Configure_Args* args) {
+  CalrtError* error = sim().Calbin_Configure(args);
+  if (error == nullptr) args->configure_time_ns = 0;
+  return error;
+}
+CalrtError* configure_time_inflated(Calrt_Calbin_Configure_Args* args) {
+  CalrtError* error = sim().Calbin_Configure(args);
+  if (error == nullptr) args->configure_time_ns *= 1000;
+  return error;
+}
+
 // error-message-empty: every error comes without a message.
 void error_message_empty(Calrt_Error_Message_Args* args) {
   sim().Error_Message(args);
   if (args != nullptr && args->struct_size >= CALRT_ERROR_MESSAGE_ARGS_STRUCT_SIZE) {
     args->message = "";
     args->message_size = 0;
+  }
+}
+
+// error-message-shared: every message is formatted into one buffer of the runtime's, so an
+// error's message pointer shows whichever message was read last.
+void error_message_shared(Calrt_Error_Message_Args* args) {
+  static std::string shared;
+  sim().Error_Message(args);
+  if (args != nullptr && args->struct_size >= CALRT_ERROR_MESSAGE_ARGS_STRUCT_SIZE &&
+      args->message != nullptr) {
+    shared.assign(args->message, args->message_size);
+    args->message = shared.c_str();
   }
 }
 
@@ -631,7 +656,12 @@ void apply_parallel_mode_ignored(CalrtApi& table) {
   table.Device_SetParallelMode = &parallel_mode_ignored;
 }
 void apply_configure_twice_ok(CalrtApi& table) { table.Calbin_Configure = &configure_any_state; }
+void apply_configure_time_zero(CalrtApi& table) { table.Calbin_Configure = &configure_time_zero; }
+void apply_configure_time_inflated(CalrtApi& table) {
+  table.Calbin_Configure = &configure_time_inflated;
+}
 void apply_error_message_empty(CalrtApi& table) { table.Error_Message = &error_message_empty; }
+void apply_error_message_shared(CalrtApi& table) { table.Error_Message = &error_message_shared; }
 void apply_status_wrong_abi(CalrtApi& table) { table.Device_Status = &status_wrong_abi; }
 
 // ---------------------------------------------------------------------------------------
@@ -1250,6 +1280,15 @@ constexpr std::array kDefinitions = {
                &apply_cancel_invalid_handle_ok},
     Definition{{"wait-state-unwritten", "Job_Wait's state out field: left as the caller set it"},
                &apply_wait_state_unwritten},
+    Definition{{"configure-time-zero", "Calbin_Configure: reports configure_time_ns 0"},
+               &apply_configure_time_zero},
+    Definition{{"configure-time-inflated",
+                "Calbin_Configure: reports a thousand times the device time it took"},
+               &apply_configure_time_inflated},
+    Definition{{"error-message-shared",
+                "Error_Message: every message in one shared buffer, so a message pointer shows "
+                "the last message read"},
+               &apply_error_message_shared},
     Definition{{"wait-oversleeps",
                 "Job_Wait: a wait that times out sleeps four times its timeout in wall time"},
                &apply_wait_oversleeps},

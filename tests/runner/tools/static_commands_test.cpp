@@ -166,11 +166,20 @@ TEST_F(StaticCommands, CheckNamesTheFieldAndValueOfEachDefect) {
   }
 }
 
-TEST_F(StaticCommands, CheckOfAMissingDirectoryFailsTheParseCheck) {
+// A missing calbin is bad input (exit 2), as in inspect and smoke; a directory without a
+// manifest that parses is a failed check (exit 1).
+TEST_F(StaticCommands, CheckOfAMissingDirectoryIsBadInput) {
   const CalrtRun run = run_calrt("check /nonexistent/calbin");
-  EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("[FAIL] manifest.parse"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/nonexistent/calbin: not a calbin directory"), std::string::npos)
+      << run.output;
+  const fs::path empty =
+      fs::temp_directory_path() / ("calrt_static_empty_" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  const CalrtRun unparsed = run_calrt("check " + quoted(empty));
+  fs::remove_all(empty);
+  EXPECT_EQ(unparsed.exit_code, 1) << unparsed.output;
+  EXPECT_NE(unparsed.output.find("[FAIL] manifest.parse"), std::string::npos) << unparsed.output;
 }
 
 TEST_F(StaticCommands, PlanReproducesTheReferenceKvFigures) {

@@ -7,7 +7,8 @@ namespace simdev {
 namespace {
 
 TEST(KvAllocator, FirstFitFromTheLowestAddress) {
-  KvAllocator kv(100);
+  Invariants invariants;
+  KvAllocator kv(100, invariants);
   auto a = kv.allocate(30);
   auto b = kv.allocate(30);
   ASSERT_TRUE(a && b);
@@ -21,7 +22,8 @@ TEST(KvAllocator, FirstFitFromTheLowestAddress) {
 }
 
 TEST(KvAllocator, ExhaustionNeedsContiguousRoom) {
-  KvAllocator kv(100);
+  Invariants invariants;
+  KvAllocator kv(100, invariants);
   auto a = kv.allocate(40);
   auto b = kv.allocate(20);
   auto c = kv.allocate(40);
@@ -35,7 +37,8 @@ TEST(KvAllocator, ExhaustionNeedsContiguousRoom) {
 }
 
 TEST(KvAllocator, FreedNeighboursMerge) {
-  KvAllocator kv(90);
+  Invariants invariants;
+  KvAllocator kv(90, invariants);
   auto a = kv.allocate(30);
   auto b = kv.allocate(30);
   auto c = kv.allocate(30);
@@ -50,7 +53,8 @@ TEST(KvAllocator, FreedNeighboursMerge) {
 }
 
 TEST(KvAllocator, RejectsDoubleReleaseAndZeroTokens) {
-  KvAllocator kv(10);
+  Invariants invariants;
+  KvAllocator kv(10, invariants);
   auto a = kv.allocate(5);
   ASSERT_TRUE(a);
   EXPECT_TRUE(kv.release(*a));
