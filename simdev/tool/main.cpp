@@ -106,8 +106,10 @@ int main(int argc, char** argv) {
   serve->add_option("--max-clients", serve_options.max_clients, "concurrent clients")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  serve->add_option("--calbin-root", serve_options.calbin_roots,
-                    "a directory clients may load calbins from (repeatable; none: any path)");
+  serve
+      ->add_option("--calbin-root", serve_options.calbin_roots,
+                   "a directory clients may load calbins from (repeatable; none: any path)")
+      ->check(CLI::ExistingDirectory);
   serve
       ->add_option("--max-connections", serve_options.max_connections,
                    "open connections, those that have not said hello included")

@@ -58,7 +58,10 @@ TEST(SimdevTool, UsageErrorsExitTwoOnStderr) {
   for (const Case& c :
        {Case{"gen", "--out"}, Case{"gen --preset bogus --out x", "bogus"},
         Case{"gen --out ''", "--out"}, Case{"gen --out '" + existing.string() + "'", "--force"},
-        Case{"bogus", "bogus"}, Case{"serve", "--socket"}}) {
+        Case{"bogus", "bogus"}, Case{"serve", "--socket"},
+        Case{"serve --socket x.sock --calbin-root /nonexistent-calbin-root",
+             "/nonexistent-calbin-root"},
+        Case{"serve --socket x.sock --max-clients 8 --max-connections 4", "--max-connections 4"}}) {
     const SimdevRun run = run_simdev(c.args);
     EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.out << run.err;
     EXPECT_NE(run.err.find(c.mentions), std::string::npos) << c.args << "\n" << run.err;

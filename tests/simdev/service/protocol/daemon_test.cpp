@@ -678,6 +678,18 @@ TEST_F(DaemonTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   EXPECT_TRUE(served);
 }
 
+// `count` requests of call C with ids from `first`, as one buffer sent in one write.
+template <class C>
+std::vector<uint8_t> request_burst(uint32_t first, uint32_t count, const typename C::In& in) {
+  std::vector<uint8_t> burst;
+  for (uint32_t id = first; id < first + count; ++id) {
+    const auto frame =
+        svc::encode_frame(svc::MessageType::request, id, svc::encode_request_payload<C>(in));
+    burst.insert(burst.end(), frame.begin(), frame.end());
+  }
+  return burst;
+}
+
 // A session that pipelines requests without reading its answers may queue 64 for the device;
 // the rest are answered BUSY at once, each answered, none dropped, the session kept.
 TEST_F(DaemonTest, QueuedRequestsPerSessionAreBounded) {
@@ -688,13 +700,7 @@ TEST_F(DaemonTest, QueuedRequestsPerSessionAreBounded) {
   svc::DeviceStatus::In in;
   in.device.id = device;
   constexpr uint32_t kSent = 2000;  // one burst, read by the daemon in one or two reads
-  std::vector<uint8_t> burst;
-  for (uint32_t id = 100; id < 100 + kSent; ++id) {
-    const auto frame = svc::encode_frame(svc::MessageType::request, id,
-                                         svc::encode_request_payload<svc::DeviceStatus>(in));
-    burst.insert(burst.end(), frame.begin(), frame.end());
-  }
-  flood.send_bytes(burst);
+  flood.send_bytes(request_burst<svc::DeviceStatus>(100, kSent, in));
   uint32_t ok = 0;
   uint32_t busy = 0;
   for (uint32_t i = 0; i < kSent; ++i) {
@@ -738,12 +744,7 @@ TEST_F(DaemonTest, AFloodingSessionDoesNotStallAnother) {
   spend.device.id = device;
   spend.duration_ns = 10'000'000;
   constexpr uint32_t kFlood = 64;  // the session's whole queue bound
-  std::vector<uint8_t> burst;
-  for (uint32_t id = 1000; id < 1000 + kFlood; ++id) {
-    const auto frame = svc::encode_frame(svc::MessageType::request, id,
-                                         svc::encode_request_payload<svc::ClockHostSpend>(spend));
-    burst.insert(burst.end(), frame.begin(), frame.end());
-  }
+  const std::vector<uint8_t> burst = request_burst<svc::ClockHostSpend>(1000, kFlood, spend);
   // The victim's handles are its own; the clock is the device's.
   svc::ClockGet::In victim_get;
   victim_get.handle.id = victim_device;
