@@ -1,7 +1,8 @@
 // The golden set of a calbin: reference prompts and the outputs an independent FP32 model
 // gives for them. Stored as golden/golden.json plus one .npy file per array (FORMAT.md).
 //
-// For a case with prompt length L and N decode steps:
+// For a case with prompt length L and N decode steps (the prompt sits at positions and KV
+// slots 0 .. L - 1):
 //   tokens          int32 [L]         the prompt
 //   prefill_logits  f32   [vocab]     logits at the last prompt position
 //   greedy          int32 [N + 1]     greedy[0] = argmax(prefill_logits); decode step s feeds
@@ -10,6 +11,11 @@
 //   top_ids         int32 [N, top_k]  per decode step, ids of the top_k logits, descending
 //   top_logits      f32   [N, top_k]  their values
 //   decode_logits   f32   [N, vocab]  optional: the full rows, for small vocabularies
+//   contract_rows   int32 [R]         optional (schema 2): sequence indices (0-based token
+//                                     numbers) of the device-contract rows: the last token
+//                                     of every prefill chunk, then L + s for decode step s
+//   contract_logits f32   [R, vocab]  the device-contract reference's logits at those
+//                                     tokens (BF16 values), under teacher forcing
 #pragma once
 
 #include <cstdint>
@@ -31,13 +37,17 @@ struct GoldenCase {
   std::vector<int32_t> greedy;
   std::vector<int32_t> top_ids;
   std::vector<float> top_logits;
-  std::vector<float> decode_logits;  // empty when not stored
+  std::vector<float> decode_logits;      // empty when not stored
+  std::vector<int32_t> contract_rows{};  // empty when the set has no contract reference
+  std::vector<float> contract_logits{};
 };
 
 struct GoldenSet {
   uint32_t vocab = 0;
   uint32_t top_k = 0;
   std::string reference;  // how the golden outputs were computed, e.g. "fp32 unsplit"
+  // How the contract rows were computed; empty when no case has them (then schema 1).
+  std::string contract_reference{};
   std::vector<GoldenCase> cases;
 };
 

@@ -22,6 +22,8 @@ struct CaseFiles {
   std::string top_ids;
   std::string top_logits;
   std::string decode_logits;  // empty when not stored
+  std::string contract_rows;  // schema 2; empty when not stored
+  std::string contract_logits;
 };
 
 struct Index {
@@ -31,14 +33,18 @@ struct Index {
 
 Index parse_index(const Json& document) {
   const Fields root(document, "");
-  if (root.u64("schema") != 1) {
-    throw FieldError{"schema", "unsupported golden schema " + std::to_string(root.u64("schema")) +
-                                   " (this reader supports 1)"};
+  const uint64_t schema = root.u64("schema");
+  if (schema != 1 && schema != 2) {
+    throw FieldError{"schema", "unsupported golden schema " + std::to_string(schema) +
+                                   " (this reader supports 1 and 2)"};
   }
   Index index;
   index.set.vocab = root.u32("vocab");
   index.set.top_k = root.u32("top_k");
   index.set.reference = root.str("reference", "");
+  if (schema >= 2) {
+    index.set.contract_reference = root.str("contract_reference", "");
+  }
   const Json& cases = root.array("cases");
   for (size_t i = 0; i < cases.size(); ++i) {
     const Fields entry(cases[i], detail::join("cases", i));
@@ -48,9 +54,23 @@ Index parse_index(const Json& document) {
     golden_case.decode_steps = entry.u32("decode_steps");
     golden_case.long_case = entry.boolean("long_case", false);
     index.set.cases.push_back(std::move(golden_case));
-    index.files.push_back(CaseFiles{entry.str("tokens"), entry.str("prefill_logits"),
-                                    entry.str("greedy"), entry.str("top_ids"),
-                                    entry.str("top_logits"), entry.str("decode_logits", "")});
+    CaseFiles files{entry.str("tokens"),
+                    entry.str("prefill_logits"),
+                    entry.str("greedy"),
+                    entry.str("top_ids"),
+                    entry.str("top_logits"),
+                    entry.str("decode_logits", ""),
+                    "",
+                    ""};
+    if (schema >= 2) {
+      files.contract_rows = entry.str("contract_rows", "");
+      files.contract_logits = entry.str("contract_logits", "");
+      if (files.contract_rows.empty() != files.contract_logits.empty()) {
+        throw FieldError{detail::join("cases", i),
+                         "contract_rows and contract_logits come together; one is missing"};
+      }
+    }
+    index.files.push_back(std::move(files));
   }
   return index;
 }
@@ -98,6 +118,41 @@ Result<void> load_into(std::vector<T>& target, const fs::path& dir, const std::s
   return {};
 }
 
+// The contract rows: a 1-D int32 array of increasing token indices below L + N, then their
+// logits, one row each.
+Result<void> load_contract(const fs::path& dir, const std::string& label, const GoldenSet& set,
+                           size_t i, const CaseFiles& files, GoldenCase& out) {
+  const std::string at = detail::join("cases", i);
+  std::vector<int64_t> shape;
+  auto path = resolve_inside(dir, files.contract_rows);
+  if (!path) {
+    return fail(label, detail::join(at, "contract_rows"),
+                detail::quote(files.contract_rows) + ": " + path.error().message);
+  }
+  auto rows = read_npy_i32(*path, &shape);
+  if (!rows) {
+    return tl::unexpected(rows.error());
+  }
+  if (shape.size() != 1) {
+    return fail(path->string(), detail::join(at, "contract_rows"),
+                "shape " + shape_text(shape) + " but the rows are a 1-D array");
+  }
+  const uint64_t limit = uint64_t{out.prompt_len} + out.decode_steps;
+  for (size_t r = 0; r < rows->size(); ++r) {
+    const int32_t row = (*rows)[r];
+    if (row < 0 || uint64_t(row) >= limit || (r > 0 && row <= (*rows)[r - 1])) {
+      return fail(path->string(), detail::join(at, "contract_rows") + "[" + std::to_string(r) + "]",
+                  std::to_string(row) + " is not an increasing token index below prompt_len + " +
+                      "decode_steps = " + std::to_string(limit));
+    }
+  }
+  out.contract_rows = std::move(*rows);
+  return load_into(out.contract_logits, dir, label, files.contract_logits,
+                   Expected{detail::join(at, "contract_logits"),
+                            {static_cast<int64_t>(out.contract_rows.size()), set.vocab},
+                            "[contract rows, vocab]"});
+}
+
 Result<void> load_case(const fs::path& dir, const std::string& label, const GoldenSet& set,
                        size_t i, const CaseFiles& files, GoldenCase& out) {
   const std::string at = detail::join("cases", i);
@@ -128,6 +183,9 @@ Result<void> load_case(const fs::path& dir, const std::string& label, const Gold
   if (done && !files.decode_logits.empty()) {
     done = load_into(out.decode_logits, dir, label, files.decode_logits,
                      expect("decode_logits", {steps, vocab}, "[decode_steps, vocab]"));
+  }
+  if (done && !files.contract_rows.empty()) {
+    done = load_contract(dir, label, set, i, files, out);
   }
   return done;
 }

@@ -1,5 +1,6 @@
 // Writing a golden set: the arrays first, the golden.json index last, so an index on disk
 // never names an array that is not there yet.
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -56,6 +57,19 @@ Result<void> check_case(const std::string& label, const GoldenSet& set, size_t i
     ok = check_count(label, at + "decode_logits", c.decode_logits.size(), steps * set.vocab,
                      "decode_steps x vocab");
   }
+  if (ok) {
+    ok = check_count(label, at + "contract_logits", c.contract_logits.size(),
+                     uint64_t{c.contract_rows.size()} * set.vocab, "contract_rows x vocab");
+  }
+  for (size_t r = 0; ok && r < c.contract_rows.size(); ++r) {
+    const int32_t row = c.contract_rows[r];
+    if (row < 0 || uint64_t(row) >= c.prompt_len + steps ||
+        (r > 0 && row <= c.contract_rows[r - 1])) {
+      ok = fail(label, at + "contract_rows[" + std::to_string(r) + "]",
+                std::to_string(row) + " is not an increasing token index below prompt_len + " +
+                    "decode_steps");
+    }
+  }
   return ok;
 }
 
@@ -90,6 +104,11 @@ Result<OrderedJson> write_case(const fs::path& dir, const GoldenSet& set, const 
   put("top_logits", {steps, top_k}, c.top_logits);
   if (!c.decode_logits.empty()) {
     put("decode_logits", {steps, vocab}, c.decode_logits);
+  }
+  if (!c.contract_rows.empty()) {
+    const auto rows = static_cast<int64_t>(c.contract_rows.size());
+    put("contract_rows", {rows}, c.contract_rows);
+    put("contract_logits", {rows, vocab}, c.contract_logits);
   }
   if (!ok) {
     return tl::unexpected(ok.error());
@@ -127,11 +146,18 @@ Result<std::vector<std::string>> write_golden(const fs::path& dir, const GoldenS
     }
     cases.push_back(std::move(*entry));
   }
-  const OrderedJson index{{"schema", 1},
-                          {"vocab", set.vocab},
-                          {"top_k", set.top_k},
-                          {"reference", set.reference},
-                          {"cases", std::move(cases)}};
+  // Schema 2 adds the contract rows; a set without them stays schema 1, which every reader
+  // of the format accepts.
+  const bool contract = std::any_of(set.cases.begin(), set.cases.end(),
+                                    [](const GoldenCase& c) { return !c.contract_rows.empty(); });
+  OrderedJson index{{"schema", contract ? 2 : 1},
+                    {"vocab", set.vocab},
+                    {"top_k", set.top_k},
+                    {"reference", set.reference}};
+  if (contract) {
+    index["contract_reference"] = set.contract_reference;
+  }
+  index["cases"] = std::move(cases);
   const std::string text = index.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
   if (Result<void> ok = detail::write_file_atomic(index_path, text); !ok) {
     return tl::unexpected(ok.error());

@@ -3,6 +3,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "runner/core/metrics.hpp"
@@ -74,6 +76,61 @@ std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t) {
     why.push_back(fmt::format("argmax {} != golden greedy token {}", c.argmax, c.expected_argmax));
   }
   return why;
+}
+
+ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row) {
+  ContractComparison c;
+  if (logits.size() != row.size()) {
+    throw std::out_of_range(
+        fmt::format("logits row of {} against a contract row of {}", logits.size(), row.size()));
+  }
+  float range = 0.0f;
+  for (const float v : row) range = std::max(range, std::fabs(v));
+  // A row of zeros has no scale of its own: the smallest normal BF16 ULP stands in.
+  const double unit = range > 0.0f ? std::ldexp(1.0, std::ilogb(range) - 7) : std::ldexp(1.0, -133);
+  double sum = 0.0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const double error = std::fabs(double{logits[i]} - double{row[i]}) / unit;
+    sum += error;
+    if (logits[i] != row[i]) ++c.differing;
+    // Written so that a NaN from the device becomes the worst logit.
+    if (!(error <= c.ulps)) {
+      c.ulps = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+      c.worst_id = static_cast<int32_t>(i);
+      c.device = logits[i];
+      c.contract = row[i];
+    }
+  }
+  c.mean_ulps = row.empty() ? 0.0 : sum / static_cast<double>(row.size());
+  return c;
+}
+
+void ContractSummary::add(const ContractComparison& c, size_t row_size) {
+  ++rows;
+  logits += row_size;
+  differing += c.differing;
+  max_ulps = std::max(max_ulps, c.ulps);
+  ulps_sum += c.mean_ulps;
+}
+
+void ContractSummary::merge(const ContractSummary& other) {
+  rows += other.rows;
+  logits += other.logits;
+  differing += other.differing;
+  max_ulps = std::max(max_ulps, other.max_ulps);
+  ulps_sum += other.ulps_sum;
+}
+
+std::span<const float> contract_row(const calbin::GoldenCase& golden, size_t vocab,
+                                    uint64_t index) {
+  const auto& rows = golden.contract_rows;
+  const auto found = std::lower_bound(rows.begin(), rows.end(), static_cast<int64_t>(index),
+                                      [](int32_t row, int64_t value) { return row < value; });
+  if (found == rows.end() || *found != static_cast<int64_t>(index)) {
+    return {};
+  }
+  const auto at = static_cast<size_t>(found - rows.begin());
+  return std::span<const float>(golden.contract_logits).subspan(at * vocab, vocab);
 }
 
 uint32_t kv_tokens_for(const calbin::GoldenCase& golden, uint32_t context) {

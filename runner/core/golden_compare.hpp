@@ -25,6 +25,36 @@ struct Comparison {
   double golden_margin = 0.0;
 };
 
+// One device row against the device-contract reference's row at the same token. The unit is
+// the BF16 ULP at the row's largest |contract logit| (2^(floor(log2 max) - 7)): the logits
+// are BF16, so a correct device lands within a few of them whatever the logits' scale.
+struct ContractComparison {
+  double ulps = 0.0;       // max |device - contract| / unit over the row
+  double mean_ulps = 0.0;  // mean |device - contract| / unit over the row
+  uint32_t differing = 0;  // logits not equal to the contract's
+  int32_t worst_id = -1;
+  float device = 0.0f;  // at worst_id
+  float contract = 0.0f;
+};
+
+// Every contract row of a run folded together.
+struct ContractSummary {
+  uint64_t rows = 0;
+  uint64_t logits = 0;
+  uint64_t differing = 0;
+  double max_ulps = 0.0;
+  double ulps_sum = 0.0;  // of the rows' mean_ulps
+
+  double mean_ulps() const { return rows == 0 ? 0.0 : ulps_sum / static_cast<double>(rows); }
+  void add(const ContractComparison& c, size_t row_size);
+  void merge(const ContractSummary& other);
+};
+
+ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row);
+// The golden case's contract row for the token of 0-based sequence index `index`; empty when
+// the golden set has none there (a set without a contract reference has none at all).
+std::span<const float> contract_row(const calbin::GoldenCase& golden, size_t vocab, uint64_t index);
+
 // The logits of the prompt's last position against golden.prefill_logits.
 Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCase& golden,
                            size_t top_k);

@@ -36,6 +36,11 @@ struct Thresholds {
   double tie_margin = 0.3;
   double min_greedy = 0.95;               // teacher-forced agreement over decisive rows
   std::optional<double> min_free_greedy;  // free-running agreed-prefix rate, gated when set
+  // Against the device-contract reference (golden schema 2), per row: the largest error in
+  // BF16 ULPs of the row's range. Calibrated in runner/README.md.
+  double max_contract_ulps = 4.0;
+  // Over the run: the mean error in those ULPs, where a systematic defect shows.
+  double max_contract_mean_ulps = 0.15;
 };
 
 struct SmokeOptions {

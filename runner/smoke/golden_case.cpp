@@ -48,7 +48,7 @@ class CaseRunner {
     const uint32_t capacity = kv_tokens_for(g_, s_.info.context);
     allocate_kv(capacity);
     phase_ = CasePhase::prefill;
-    const auto first = prefill("prefill");
+    const auto first = prefill("prefill", true);
     if (!first) {
       return;
     }
@@ -64,7 +64,7 @@ class CaseRunner {
     phase_ = CasePhase::prefill;
     kv_.clear();
     fed_ = 0;
-    const auto second = prefill("second prefill after Kv_Clear");
+    const auto second = prefill("second prefill after Kv_Clear", false);
     if (!second) {
       return;
     }
@@ -95,8 +95,9 @@ class CaseRunner {
     kv_.apply(s_.decode.input);
   }
 
-  // Chunked prefill of the whole prompt; the logits of the last chunk.
-  std::optional<std::vector<float>> prefill(const std::string& label) {
+  // Chunked prefill of the whole prompt; the logits of the last chunk. Each chunk's logits
+  // meet the contract reference when `against_contract`.
+  std::optional<std::vector<float>> prefill(const std::string& label, bool against_contract) {
     const uint32_t chunk = s_.info.prefill_chunk;
     const uint32_t chunks = (g_.prompt_len + chunk - 1) / chunk;
     std::optional<std::vector<float>> logits;
@@ -108,6 +109,9 @@ class CaseRunner {
                       fmt::format("{} chunk {}/{}", label, c + 1, chunks));
       if (!logits) {
         return std::nullopt;
+      }
+      if (against_contract) {
+        check_contract(*logits, offset + count - 1, CasePhase::prefill);
       }
     }
     return logits;
@@ -133,6 +137,7 @@ class CaseRunner {
         return false;
       }
       compare_decode(*logits, step);
+      check_contract(*logits, g_.prompt_len + step, CasePhase::decode);
     }
     return true;
   }
@@ -167,6 +172,7 @@ class CaseRunner {
   void check_kv_bookkeeping(CasePhase phase);
   void compare_prefill(const std::vector<float>& logits);
   void compare_decode(const std::vector<float>& logits, uint32_t step);
+  void check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase);
   // Whether the golden greedy token is clear of its runner-up by more than the tie margin:
   // only then does a disagreement count against the device.
   bool decisive(const Comparison& c) const {
@@ -309,6 +315,33 @@ void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step)
   judge(CasePhase::decode, c);
 }
 
+// The device-contract gate, row by row: the contract reference computes exactly the numerics
+// the device declares, so anything beyond a few BF16 ULPs is a defect, however small next
+// to the quantisation noise the FP32 gates must allow.
+void CaseRunner::check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase) {
+  const std::span<const float> row = contract_row(g_, logits.size(), index);
+  if (row.empty()) {
+    return;
+  }
+  const ContractComparison c = compare_contract(logits, row);
+  r_.contract.add(c, row.size());
+  r_.comparisons.push_back({{"phase", "contract"},
+                            {"token", index},
+                            {"ulps", c.ulps},
+                            {"mean_ulps", c.mean_ulps},
+                            {"differing", c.differing},
+                            {"worst_id", c.worst_id}});
+  const double limit = s_.options.thresholds.max_contract_ulps;
+  if (!(c.ulps <= limit)) {
+    fail(phase,
+         fmt::format("token {}: {:.1f} BF16 ULPs from the device-contract reference > {} (logit "
+                     "{}: device {} vs contract {}; {} of {} logits differ)",
+                     index, c.ulps, limit, c.worst_id, c.device, c.contract, c.differing,
+                     row.size()),
+         true);
+  }
+}
+
 // Per-comparison thresholds fail the phase; a greedy disagreement alone does not (it is
 // judged as a rate), but both leave a diagnosis in case the step fails.
 void CaseRunner::judge(CasePhase phase, const Comparison& c) {
@@ -385,6 +418,11 @@ nlohmann::json CaseResult::to_json() const {
           {"submissions", submissions},
           {"prefill", summary(prefill)},
           {"decode", summary(decode)},
+          {"contract",
+           {{"rows", contract.rows},
+            {"max_ulps", contract.max_ulps},
+            {"differing_logits", contract.differing},
+            {"logits", contract.logits}}},
           {"deterministic", deterministic},
           {"free_running_agreed", free_agreed},
           {"free_running_total", free_total},

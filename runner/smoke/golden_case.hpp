@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calbin/golden.hpp"
+#include "runner/core/golden_compare.hpp"
 #include "runner/core/metrics.hpp"
 #include "runner/core/session.hpp"
 #include "runner/smoke/diagnosis.hpp"
@@ -27,6 +28,7 @@ struct CaseResult {
   uint32_t decode_steps = 0;
   MetricSummary prefill;       // the first prefill against golden
   MetricSummary decode;        // teacher-forced decode against golden
+  ContractSummary contract;    // prefill chunks and teacher-forced decode against the contract
   bool deterministic = false;  // the second prefill reproduced the first bit for bit
   uint32_t free_agreed = 0;    // agreed prefix of the free-running greedy sequence
   uint32_t free_total = 0;     // tokens it could have agreed on (decode_steps + 1)

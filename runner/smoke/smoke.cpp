@@ -97,7 +97,21 @@ std::vector<std::string> summary_lines(const nlohmann::json& m) {
   };
   const auto& greedy = m["greedy_agreement"];
   const auto& free = m["free_running_agreement"];
+  const auto& contract = m["contract"];
+  const std::string contract_line =
+      contract["available"].get<bool>()
+          ? fmt::format(
+                "contract error max     {:.2f} BF16 ULPs {}, mean {:.4f} {} over {} rows "
+                "({} of {} logits differ)",
+                contract["value"].get<double>(), verdict(contract),
+                contract["mean"]["value"].get<double>(), verdict(contract["mean"]),
+                contract["rows"].get<uint64_t>(), contract["differing_logits"].get<uint64_t>(),
+                contract["logits"].get<uint64_t>())
+          : std::string(
+                "contract error         not available (the golden set has no "
+                "device-contract rows)");
   return {
+      contract_line,
       fmt::format("logits cosine min      {:.6f} {}", m["cosine_min"]["value"].get<double>(),
                   verdict(m["cosine_min"])),
       fmt::format("max abs error          {:.5f} {}", m["max_abs_error_max"]["value"].get<double>(),

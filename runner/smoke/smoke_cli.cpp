@@ -51,6 +51,16 @@ class SmokeCommand : public Command {
                    "a miss")
         ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
+    app.add_option("--max-contract-ulps", o.thresholds.max_contract_ulps,
+                   "maximum error against the device-contract reference, in BF16 ULPs of "
+                   "each row's largest logit")
+        ->check(finite_range(0.0, 1e6))
+        ->capture_default_str();
+    app.add_option("--max-contract-mean-ulps", o.thresholds.max_contract_mean_ulps,
+                   "maximum mean error against the device-contract reference over the run, in "
+                   "the same ULPs")
+        ->check(finite_range(0.0, 1e6))
+        ->capture_default_str();
     app.add_option("--min-topk-overlap", o.thresholds.min_top_k_overlap, "minimum top-k overlap")
         ->check(finite_range(0.0, 1.0))
         ->capture_default_str();

@@ -15,6 +15,7 @@ namespace {
 struct GoldenTotals {
   MetricSummary prefill;
   MetricSummary decode;
+  ContractSummary contract;
   uint64_t deterministic = 0;
   uint64_t free_agreed = 0;
   uint64_t free_total = 0;
@@ -99,6 +100,15 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& t, siz
       gate(free_rate, t.min_free_greedy.value_or(0.0), true, t.min_free_greedy.has_value());
   doc["free_running_agreement"]["agreed_tokens"] = totals.free_agreed;
   doc["free_running_agreement"]["total_tokens"] = totals.free_total;
+  // Gated per row in the cases; the run's worst row is what the gate saw.
+  doc["contract"] =
+      gate(totals.contract.max_ulps, t.max_contract_ulps, false, totals.contract.rows > 0);
+  doc["contract"]["available"] = totals.contract.rows > 0;
+  doc["contract"]["mean"] =
+      gate(totals.contract.mean_ulps(), t.max_contract_mean_ulps, false, totals.contract.rows > 0);
+  doc["contract"]["rows"] = totals.contract.rows;
+  doc["contract"]["differing_logits"] = totals.contract.differing;
+  doc["contract"]["logits"] = totals.contract.logits;
   doc["prefill"] = phase(totals.prefill);
   doc["decode"] = phase(totals.decode);
   doc["deterministic_cases"] = totals.deterministic;
@@ -120,6 +130,12 @@ void judge_rates(const GoldenTotals& totals, const Thresholds& t, StepResult& st
                     t.tie_margin, all.near_ties, all.near_tie_swaps));
   }
   judge_gain(all, t, step);
+  if (totals.contract.rows > 0 && !(totals.contract.mean_ulps() <= t.max_contract_mean_ulps)) {
+    step.fail(fmt::format(
+        "mean error against the device-contract reference {:.4f} BF16 ULPs over {} rows > {} "
+        "(every row is off a little: a systematic numerics defect)",
+        totals.contract.mean_ulps(), totals.contract.rows, t.max_contract_mean_ulps));
+  }
   if (t.min_free_greedy && totals.free_total > 0) {
     const double rate =
         static_cast<double>(totals.free_agreed) / static_cast<double>(totals.free_total);
@@ -169,6 +185,7 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     case_names.push_back(r.name);
     totals.prefill.merge(r.prefill);
     totals.decode.merge(r.decode);
+    totals.contract.merge(r.contract);
     totals.deterministic += r.deterministic ? 1 : 0;
     totals.free_agreed += r.free_agreed;
     totals.free_total += r.free_total;

@@ -5,8 +5,8 @@
 
 #include "calbin/golden.hpp"
 #include "simdev/gen/calbin_description.hpp"
+#include "simdev/gen/reference/calbin_weights.hpp"
 #include "simdev/gen/reference/golden_cases.hpp"
-#include "simdev/gen/reference/reference_weights.hpp"
 #include "simdev/gen/weights/param_blocks.hpp"
 #include "simdev/gen/weights/weights.hpp"
 
@@ -16,11 +16,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // Computes and writes the golden set; returns the written paths relative to `dir`.
+// Both references read the weights back from the param blocks just written, so the golden
+// set describes the files the device loads.
 calbin::Result<std::vector<std::string>> write_golden_set(const ModelConfig& c,
-                                                          const std::vector<StoredWeight>& weights,
+                                                          const calbin::Manifest& manifest,
                                                           const GenOptions& options,
                                                           const fs::path& dir) {
-  auto reference_weights = dequantised_unsplit(c, weights);
+  auto stored = ref::CalbinWeights::read(dir, manifest);
+  if (!stored) {
+    return tl::unexpected(stored.error());
+  }
+  auto reference_weights = ref::dequantised(c, *stored);
   if (!reference_weights) {
     return tl::unexpected(reference_weights.error());
   }
@@ -28,10 +34,14 @@ calbin::Result<std::vector<std::string>> write_golden_set(const ModelConfig& c,
   if (!model) {
     return tl::unexpected(model.error());
   }
+  auto contract = contract::Model::create(c, *stored);
+  if (!contract) {
+    return tl::unexpected(contract.error());
+  }
   const unsigned threads =
       options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  auto set =
-      compute_golden(*model, golden_case_specs(c, options.long_cases), options.seed, threads);
+  auto set = compute_golden(*model, &*contract, golden_case_specs(c, options.long_cases),
+                            options.seed, threads);
   if (!set) {
     return tl::unexpected(set.error());
   }
@@ -93,7 +103,7 @@ calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
     file_paths.push_back(block.file);
   }
   if (options.with_golden) {
-    auto golden_paths = write_golden_set(config, weights, options, dir);
+    auto golden_paths = write_golden_set(config, *m, options, dir);
     if (!golden_paths) {
       return tl::unexpected(golden_paths.error());
     }

@@ -189,3 +189,101 @@ TEST(Golden, WriterRefusesInconsistentCases) {
 
 }  // namespace
 }  // namespace calbin
+
+namespace calbin {
+namespace {
+
+// sample_set() with contract rows on len17: its last prompt token and each decode step.
+GoldenSet contract_set() {
+  GoldenSet set = sample_set();
+  set.contract_reference = "device contract";
+  GoldenCase& c = set.cases[1];
+  for (int32_t row = 16; row < 17 + 5; ++row) {
+    c.contract_rows.push_back(row);
+    for (uint32_t v = 0; v < set.vocab; ++v)
+      c.contract_logits.push_back(float(row) + 0.5f * float(v));
+  }
+  return set;
+}
+
+TEST(GoldenContract, RoundTripsAsSchema2) {
+  TempDir dir;
+  const GoldenSet set = contract_set();
+  ASSERT_TRUE(write_golden(dir.path(), set));
+  const nlohmann::json index = nlohmann::json::parse(testing::read_text(dir / "golden.json"));
+  EXPECT_EQ(index["schema"], 2);
+  EXPECT_FALSE(index["cases"][0].contains("contract_rows"));  // a case may have none
+  const Result<GoldenSet> read = read_golden(dir.path());
+  ASSERT_TRUE(read) << read.error().to_string();
+  EXPECT_EQ(read->contract_reference, "device contract");
+  EXPECT_TRUE(read->cases[0].contract_rows.empty());
+  EXPECT_EQ(read->cases[1].contract_rows, set.cases[1].contract_rows);
+  EXPECT_EQ(read->cases[1].contract_logits, set.cases[1].contract_logits);
+}
+
+// A set without contract rows is written as schema 1, which older readers accept.
+TEST(GoldenContract, ASetWithoutContractRowsStaysSchema1) {
+  TempDir dir;
+  ASSERT_TRUE(write_golden(dir.path(), sample_set()));
+  const nlohmann::json index = nlohmann::json::parse(testing::read_text(dir / "golden.json"));
+  EXPECT_EQ(index["schema"], 1);
+  EXPECT_FALSE(index.contains("contract_reference"));
+}
+
+Error contract_error(const TempDir& dir, const std::function<void()>& damage) {
+  EXPECT_TRUE(write_golden(dir.path(), contract_set()));
+  damage();
+  const Result<GoldenSet> read = read_golden(dir.path());
+  EXPECT_FALSE(read);
+  return read ? Error{} : read.error();
+}
+
+TEST(GoldenContract, RowsMustIncreaseAndStayInsideTheCase) {
+  TempDir dir;
+  Error error = contract_error(dir, [&] {
+    ASSERT_TRUE(write_npy_i32(dir / "len17.contract_rows.npy", {6}, {16, 17, 17, 19, 20, 21}));
+  });
+  EXPECT_EQ(error.field, "cases[1].contract_rows[2]");
+  EXPECT_NE(error.message.find("17 is not an increasing token index"), std::string::npos)
+      << error.message;
+  error = contract_error(dir, [&] {
+    ASSERT_TRUE(write_npy_i32(dir / "len17.contract_rows.npy", {6}, {16, 17, 18, 19, 20, 22}));
+  });
+  EXPECT_EQ(error.field, "cases[1].contract_rows[5]");
+  EXPECT_NE(error.message.find("below prompt_len + decode_steps = 22"), std::string::npos)
+      << error.message;
+}
+
+TEST(GoldenContract, LogitsMustHaveARowPerContractRow) {
+  TempDir dir;
+  const Error error = contract_error(dir, [&] {
+    ASSERT_TRUE(write_npy_f32(dir / "len17.contract_logits.npy", {5, 32},
+                              std::vector<float>(5 * 32, 1.0f)));
+  });
+  EXPECT_EQ(error.field, "cases[1].contract_logits");
+  EXPECT_NE(error.message.find("shape [5, 32] but the case needs [6, 32]"), std::string::npos)
+      << error.message;
+}
+
+TEST(GoldenContract, RowsWithoutLogitsAreRefused) {
+  TempDir dir;
+  const Error error = contract_error(dir, [&] {
+    nlohmann::json index = nlohmann::json::parse(testing::read_text(dir / "golden.json"));
+    index["cases"][1].erase("contract_logits");
+    testing::write_text(dir / "golden.json", index.dump());
+  });
+  EXPECT_EQ(error.field, "cases[1]");
+  EXPECT_NE(error.message.find("come together"), std::string::npos) << error.message;
+}
+
+TEST(GoldenContract, WriterRefusesRowsOutOfOrder) {
+  TempDir dir;
+  GoldenSet set = contract_set();
+  std::swap(set.cases[1].contract_rows[0], set.cases[1].contract_rows[1]);
+  const auto written = write_golden(dir.path(), set);
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().field, "cases[1].contract_rows[1]");
+}
+
+}  // namespace
+}  // namespace calbin

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -121,6 +122,50 @@ calbin::Result<std::vector<calbin::GoldenCase>> run_golden_chain(const ref::Mode
   return cases;
 }
 
+calbin::Result<void> add_contract_rows(const contract::Model& model,
+                                       std::vector<calbin::GoldenCase>& chain) {
+  if (chain.empty()) {
+    return {};
+  }
+  const size_t chunk = model.config().prefill_chunk;
+  const std::vector<int32_t>& tokens = chain.back().tokens;
+  contract::Session prefix(model);
+  std::map<int32_t, std::vector<float>> ends;  // token index -> logits, where a chunk ends
+  auto add_row = [](calbin::GoldenCase& out, size_t index, const std::vector<float>& logits) {
+    out.contract_rows.push_back(static_cast<int32_t>(index));
+    out.contract_logits.insert(out.contract_logits.end(), logits.begin(), logits.end());
+  };
+  for (calbin::GoldenCase& out : chain) {
+    // The prompt goes in pieces that end at every chunk boundary and at the prompt's end.
+    while (prefix.kv_length() < out.prompt_len) {
+      const size_t done = prefix.kv_length();
+      const size_t end = std::min<size_t>((done / chunk + 1) * chunk, out.prompt_len);
+      std::vector<int32_t> positions(end - done);
+      std::iota(positions.begin(), positions.end(), static_cast<int32_t>(done));
+      auto logits = prefix.forward(std::span(tokens).subspan(done, end - done), positions);
+      if (!logits) {
+        return tl::unexpected(logits.error());
+      }
+      ends[static_cast<int32_t>(end - 1)] = std::move(*logits);
+    }
+    for (size_t index = chunk - 1; index + 1 < out.prompt_len; index += chunk) {
+      add_row(out, index, ends.at(static_cast<int32_t>(index)));
+    }
+    add_row(out, out.prompt_len - 1, ends.at(static_cast<int32_t>(out.prompt_len - 1)));
+    contract::Session decode = prefix;
+    for (uint32_t s = 0; s < out.decode_steps; ++s) {
+      const int32_t token = out.greedy[s];
+      const auto position = static_cast<int32_t>(out.prompt_len + s);
+      auto logits = decode.forward(std::span(&token, 1), std::span(&position, 1));
+      if (!logits) {
+        return tl::unexpected(logits.error());
+      }
+      add_row(out, out.prompt_len + s, *logits);
+    }
+  }
+  return {};
+}
+
 calbin::Result<calbin::GoldenCase> run_golden_case(const ref::Model& model, const CaseSpec& spec,
                                                    uint64_t seed) {
   auto cases = run_golden_chain(model, {spec}, seed);
@@ -131,6 +176,7 @@ calbin::Result<calbin::GoldenCase> run_golden_case(const ref::Model& model, cons
 }
 
 calbin::Result<calbin::GoldenSet> compute_golden(const ref::Model& model,
+                                                 const contract::Model* contract,
                                                  const std::vector<CaseSpec>& specs, uint64_t seed,
                                                  unsigned threads) {
   std::vector<std::vector<CaseSpec>> chains;
@@ -149,6 +195,11 @@ calbin::Result<calbin::GoldenSet> compute_golden(const ref::Model& model,
   auto worker = [&] {
     for (size_t i = next++; i < chains.size(); i = next++) {
       results[i] = run_golden_chain(model, chains[i], seed);
+      if (contract != nullptr && *results[i]) {
+        if (auto added = add_contract_rows(*contract, **results[i]); !added) {
+          results[i] = tl::unexpected(added.error());
+        }
+      }
     }
   };
   std::vector<std::jthread> pool;
@@ -158,7 +209,11 @@ calbin::Result<calbin::GoldenSet> compute_golden(const ref::Model& model,
   }
   worker();
   pool.clear();  // joins
-  calbin::GoldenSet set{model.config().vocab, kGoldenTopK, kGoldenReference, {}};
+  calbin::GoldenSet set{model.config().vocab,
+                        kGoldenTopK,
+                        kGoldenReference,
+                        contract != nullptr ? kContractReference : "",
+                        {}};
   for (auto& result : results) {
     if (!*result) {
       return tl::unexpected(result->error());

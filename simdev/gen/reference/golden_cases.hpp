@@ -9,6 +9,7 @@
 
 #include "calbin/golden.hpp"
 #include "simdev/gen/model_config.hpp"
+#include "simdev/gen/reference/contract_model.hpp"
 #include "simdev/gen/reference/reference_model.hpp"
 
 namespace simdev::gen {
@@ -18,6 +19,9 @@ inline constexpr uint32_t kGoldenTopK = 20;
 inline constexpr const char* kGoldenReference =
     "fp32 reference: dequantised unsplit weights, fp32 activations and KV cache, no activation "
     "quantisation";
+inline constexpr const char* kContractReference =
+    "device contract (calbin/MODEL.md): per-token int8 activations per chip, int32 "
+    "accumulation, bf16 KV cache, fp32 all-reduce in chip order, bf16 logits";
 
 struct CaseSpec {
   std::string name;  // "len17"
@@ -43,8 +47,15 @@ calbin::Result<calbin::GoldenCase> run_golden_case(const ref::Model& model, cons
 calbin::Result<std::vector<calbin::GoldenCase>> run_golden_chain(const ref::Model& model,
                                                                  std::vector<CaseSpec> chain,
                                                                  uint64_t seed);
+// Adds the device-contract rows to cases of one stream (ascending prompt length, as
+// run_golden_chain returns them): the last token of every prefill chunk of the config's
+// prefill_chunk, then every decode step teacher-forced with the FP32 greedy tokens.
+calbin::Result<void> add_contract_rows(const contract::Model& model,
+                                       std::vector<calbin::GoldenCase>& chain);
 // Runs every case, spread over up to `threads` threads; the result does not depend on it.
+// With a contract model every case also gets its contract rows.
 calbin::Result<calbin::GoldenSet> compute_golden(const ref::Model& model,
+                                                 const contract::Model* contract,
                                                  const std::vector<CaseSpec>& specs, uint64_t seed,
                                                  unsigned threads);
 

@@ -1,7 +1,9 @@
-// The reference's view of the stored weights: dequantised (int8 * row scale, bf16 -> f32)
-// and unsplit, taken from the quantised tensors before they were sharded into files.
+// The reference's view of the weights: dequantised (int8 * row scale, bf16 -> f32) and
+// unsplit. The golden sets are computed from the calbin's files (calbin_weights.hpp); the
+// generator's in-memory tensors give the same values and serve tests that write no files.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "calbin/result.hpp"
@@ -14,4 +16,46 @@ namespace simdev::gen {
 calbin::Result<ref::Weights> dequantised_unsplit(const ModelConfig& config,
                                                  const std::vector<StoredWeight>& weights);
 
+namespace ref {
+
+// Gathers MODEL.md's tensors by name: `find.vector(name)` gives a Result<std::vector<float>>
+// and `find.matrix(name)` a Result<Matrix>; the first missing tensor is the error.
+template <class Find>
+calbin::Result<Weights> gather_weights(const ModelConfig& config, const Find& find) {
+  Weights w;
+  calbin::Result<void> ok;
+  auto take = [&ok](auto& target, auto result) {
+    if (!ok) return;
+    if (!result) {
+      ok = tl::unexpected(result.error());
+      return;
+    }
+    target = std::move(*result);
+  };
+  take(w.embedding, find.matrix("tok_embeddings"));
+  w.layers.resize(config.layers);
+  for (uint32_t l = 0; l < config.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LayerWeights& one = w.layers[l];
+    take(one.attn_norm, find.vector(p + "attn_norm"));
+    take(one.q_norm, find.vector(p + "attn.q_norm"));
+    take(one.k_norm, find.vector(p + "attn.k_norm"));
+    take(one.ffn_norm, find.vector(p + "ffn_norm"));
+    take(one.q_proj, find.matrix(p + "attn.q_proj"));
+    take(one.k_proj, find.matrix(p + "attn.k_proj"));
+    take(one.v_proj, find.matrix(p + "attn.v_proj"));
+    take(one.o_proj, find.matrix(p + "attn.o_proj"));
+    take(one.gate_proj, find.matrix(p + "mlp.gate_proj"));
+    take(one.up_proj, find.matrix(p + "mlp.up_proj"));
+    take(one.down_proj, find.matrix(p + "mlp.down_proj"));
+  }
+  take(w.final_norm, find.vector("final_norm"));
+  take(w.lm_head, find.matrix("lm_head"));
+  if (!ok) {
+    return tl::unexpected(ok.error());
+  }
+  return w;
+}
+
+}  // namespace ref
 }  // namespace simdev::gen

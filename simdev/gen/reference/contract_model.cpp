@@ -1,0 +1,266 @@
+// The device-contract forward pass (calbin/MODEL.md, "The device contract"), one token at a
+// time: with per-token quantisation and a BF16 cache a token's result does not depend on how
+// the prompt is cut into chunks, so one token at a time is the plainest correct order.
+#include "simdev/gen/reference/contract_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "calbin/bf16.hpp"
+
+namespace simdev::gen::contract {
+
+namespace {
+
+// A w8a8_dynamic matrix, unsplit: [out, in] int8 with one scale per output row.
+struct Int8Weight {
+  size_t out = 0;
+  size_t in = 0;
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+};
+
+struct PreparedLayer {
+  std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
+  Int8Weight q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+};
+
+}  // namespace
+
+struct Prepared {
+  ModelConfig config;
+  ref::Matrix embedding;  // [V, H]
+  std::vector<PreparedLayer> layers;
+  std::vector<float> final_norm;
+  ref::Matrix lm_head;  // [V, H], BF16 values
+};
+
+namespace {
+
+calbin::Result<const ref::FileTensor*> tensor(const ref::CalbinWeights& weights,
+                                              const std::string& name, std::vector<int64_t> shape,
+                                              bool quantised) {
+  const ref::FileTensor* t = weights.find(name);
+  if (t == nullptr || t->shape != shape || t->quantised != quantised) {
+    std::string want;
+    for (const int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+    return calbin::fail("contract reference", name,
+                        std::string(t == nullptr ? "missing" : "misshapen") + "; MODEL.md needs [" +
+                            want + "]" + (quantised ? " int8 w8a8_dynamic" : " bf16"));
+  }
+  return t;
+}
+
+// Per-token symmetric int8 (MODEL.md): s = max|x| / 127, q = round-half-even(x * (1 / s)),
+// clamped to [-127, 127]; a zero row has s = 0 and all-zero q.
+float quantise(std::span<const float> x, std::vector<int8_t>& q) {
+  float max_abs = 0.0f;
+  for (const float v : x) max_abs = std::max(max_abs, std::fabs(v));
+  const float scale = max_abs / 127.0f;
+  const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+  q.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inverse), -127.0f, 127.0f));
+  }
+  return scale;
+}
+
+// One chip's share of x @ w^T: its input columns [first, first + x.size()), quantised on
+// their own, multiplied in int32 and rescaled as float(acc) * s_x * s_w[o].
+void chip_product(std::span<const float> x, const Int8Weight& w, size_t first,
+                  std::vector<float>& y) {
+  thread_local std::vector<int8_t> q;
+  const float scale = quantise(x, q);
+  y.resize(w.out);
+  for (size_t o = 0; o < w.out; ++o) {
+    const int8_t* row = w.q.data() + o * w.in + first;
+    int32_t acc = 0;
+    for (size_t i = 0; i < q.size(); ++i) {
+      acc += int32_t{q[i]} * int32_t{row[i]};
+    }
+    y[o] = static_cast<float>(acc) * scale * w.scales[o];
+  }
+}
+
+// A weight split on axis 0 (output rows): every chip quantises the same whole input, so the
+// chips together compute exactly the unsplit product.
+std::vector<float> rows_product(std::span<const float> x, const Int8Weight& w) {
+  std::vector<float> y;
+  chip_product(x, w, 0, y);
+  return y;
+}
+
+// A weight split on axis 1 (input columns): chip c quantises its slice of x, and the partial
+// sums are added in FP32 in chip order (the D2D all-reduce) into the residual stream x_out.
+void columns_product_into(std::span<const float> x, const Int8Weight& w, uint32_t chips,
+                          std::span<float> x_out) {
+  std::vector<std::vector<float>> partials(chips);
+  for (uint32_t c = 0; c < chips; ++c) {
+    const size_t first = c * w.in / chips;
+    const size_t end = (c + 1) * w.in / chips;
+    chip_product(x.subspan(first, end - first), w, first, partials[c]);
+  }
+  for (size_t i = 0; i < x_out.size(); ++i) {
+    float sum = 0.0f;
+    for (const auto& partial : partials) sum += partial[i];
+    x_out[i] += sum;
+  }
+}
+
+}  // namespace
+
+calbin::Result<Model> Model::create(const ModelConfig& c, const ref::CalbinWeights& weights) {
+  if (auto checked = check_config(c); !checked) {
+    return tl::unexpected(checked.error());
+  }
+  auto prepared = std::make_shared<Prepared>();
+  prepared->config = c;
+  calbin::Result<void> ok;
+  const auto h = int64_t{c.hidden}, d = int64_t{c.head_dim}, f = int64_t{c.ffn};
+  const auto q = int64_t{c.q_heads} * d, kv = int64_t{c.kv_heads} * d, v = int64_t{c.vocab};
+  auto vector = [&](const std::string& name, int64_t size, std::vector<float>& out) {
+    if (!ok) return;
+    auto t = tensor(weights, name, {size}, false);
+    ok = t.map([&](const ref::FileTensor* found) { out = found->values; });
+  };
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, ref::Matrix& out) {
+    if (!ok) return;
+    auto t = tensor(weights, name, {rows, cols}, false);
+    ok = t.map([&](const ref::FileTensor* found) {
+      out = ref::Matrix{size_t(rows), size_t(cols), found->values};
+    });
+  };
+  auto int8 = [&](const std::string& name, int64_t rows, int64_t cols, Int8Weight& out) {
+    if (!ok) return;
+    auto t = tensor(weights, name, {rows, cols}, true);
+    ok = t.map([&](const ref::FileTensor* found) {
+      out = Int8Weight{size_t(rows), size_t(cols), found->q, found->scales};
+    });
+  };
+  matrix("tok_embeddings", v, h, prepared->embedding);
+  prepared->layers.resize(c.layers);
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    PreparedLayer& w = prepared->layers[l];
+    vector(p + "attn_norm", h, w.attn_norm);
+    vector(p + "attn.q_norm", d, w.q_norm);
+    vector(p + "attn.k_norm", d, w.k_norm);
+    vector(p + "ffn_norm", h, w.ffn_norm);
+    int8(p + "attn.q_proj", q, h, w.q_proj);
+    int8(p + "attn.k_proj", kv, h, w.k_proj);
+    int8(p + "attn.v_proj", kv, h, w.v_proj);
+    int8(p + "attn.o_proj", h, q, w.o_proj);
+    int8(p + "mlp.gate_proj", f, h, w.gate_proj);
+    int8(p + "mlp.up_proj", f, h, w.up_proj);
+    int8(p + "mlp.down_proj", h, f, w.down_proj);
+  }
+  vector("final_norm", h, prepared->final_norm);
+  matrix("lm_head", v, h, prepared->lm_head);
+  if (!ok) {
+    return tl::unexpected(ok.error());
+  }
+  Model model;
+  model.prepared_ = std::move(prepared);
+  return model;
+}
+
+const ModelConfig& Model::config() const { return prepared_->config; }
+
+Session::Session(const Model& model) : prepared_(model.prepared_) {
+  const ModelConfig& c = prepared_->config;
+  kv_.assign(size_t{c.layers} * c.kv_heads, ref::KvHead(c.head_dim, c.context));
+}
+
+namespace {
+
+// Per head of `heads`: its norm, then RoPE at `position`.
+void norm_and_rotate(std::vector<float>& heads, const std::vector<float>& norm, int32_t position,
+                     const ModelConfig& c) {
+  for (size_t at = 0; at < heads.size(); at += c.head_dim) {
+    const std::span<float> head = std::span(heads).subspan(at, c.head_dim);
+    ref::rmsnorm(head, norm, c.rms_eps, head);
+    ref::rope(head, position, c.rope_theta);
+  }
+}
+
+std::vector<float> bf16_rounded(std::span<const float> values) {
+  std::vector<float> out(values.size());
+  std::transform(values.begin(), values.end(), out.begin(), calbin::round_to_bf16);
+  return out;
+}
+
+// One token through one layer; its K and V go to `slot` of `kv` (the layer's KV heads).
+void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position, size_t slot,
+                ref::KvHead* kv, const ModelConfig& c) {
+  const size_t d = c.head_dim;
+  std::vector<float> h(x.size());
+  ref::rmsnorm(x, w.attn_norm, c.rms_eps, h);
+  std::vector<float> q = rows_product(h, w.q_proj);
+  std::vector<float> k = rows_product(h, w.k_proj);
+  const std::vector<float> v = rows_product(h, w.v_proj);
+  norm_and_rotate(q, w.q_norm, position, c);
+  norm_and_rotate(k, w.k_norm, position, c);
+  for (size_t g = 0; g < c.kv_heads; ++g) {
+    kv[g].store(slot, bf16_rounded(std::span(k).subspan(g * d, d)),
+                bf16_rounded(std::span(v).subspan(g * d, d)));
+  }
+  std::vector<float> attended(q.size());
+  const size_t group = c.q_heads / c.kv_heads;
+  for (size_t head = 0; head < c.q_heads; ++head) {
+    ref::attend(std::span(q).subspan(head * d, d), kv[head / group], slot + 1,
+                std::span(attended).subspan(head * d, d));
+  }
+  columns_product_into(attended, w.o_proj, c.chips, x);
+  ref::rmsnorm(x, w.ffn_norm, c.rms_eps, h);
+  std::vector<float> gate = rows_product(h, w.gate_proj);
+  const std::vector<float> up = rows_product(h, w.up_proj);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+  columns_product_into(gate, w.down_proj, c.chips, x);
+}
+
+}  // namespace
+
+calbin::Result<std::vector<float>> Session::forward(std::span<const int32_t> tokens,
+                                                    std::span<const int32_t> positions) {
+  const Prepared& p = *prepared_;
+  const ModelConfig& c = p.config;
+  if (tokens.empty() || tokens.size() != positions.size() ||
+      kv_length_ + tokens.size() > c.context) {
+    return calbin::fail("contract reference", "tokens",
+                        std::to_string(tokens.size()) + " tokens with " +
+                            std::to_string(positions.size()) + " positions after " +
+                            std::to_string(kv_length_) + " of a context of " +
+                            std::to_string(c.context));
+  }
+  std::vector<float> x(c.hidden);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || static_cast<uint32_t>(tokens[t]) >= c.vocab || positions[t] < 0) {
+      return calbin::fail("contract reference", "tokens[" + std::to_string(t) + "]",
+                          "token " + std::to_string(tokens[t]) + " at position " +
+                              std::to_string(positions[t]) + " is out of range");
+    }
+    const float* row = p.embedding.values.data() + size_t(tokens[t]) * c.hidden;
+    x.assign(row, row + c.hidden);
+    for (size_t l = 0; l < c.layers; ++l) {
+      layer_step(p.layers[l], x, positions[t], kv_length_, &kv_[l * c.kv_heads], c);
+    }
+    ++kv_length_;
+  }
+  // The last token's logits: final norm, then each chip's vocabulary rows in FP32, each
+  // logit accumulated in index order and written as BF16.
+  std::vector<float> normed(c.hidden);
+  ref::rmsnorm(x, p.final_norm, c.rms_eps, normed);
+  std::vector<float> logits(c.vocab);
+  for (size_t v = 0; v < c.vocab; ++v) {
+    const float* row = p.lm_head.values.data() + v * c.hidden;
+    float acc = 0.0f;
+    for (size_t i = 0; i < c.hidden; ++i) acc += normed[i] * row[i];
+    logits[v] = calbin::round_to_bf16(acc);
+  }
+  return logits;
+}
+
+}  // namespace simdev::gen::contract

@@ -1,0 +1,52 @@
+// The device-contract reference: the logits a device must produce under calbin/MODEL.md's
+// declared numerics ("The device contract"), not the FP32 model's. Each chip quantises its
+// own input of every int8 matmul per token, products accumulate in int32, the KV cache holds
+// BF16, partial sums meet in an FP32 all-reduce in chip order, and the logits are BF16.
+//
+// Against it the device's logits must agree to a few BF16 ULPs, so an error far smaller
+// than the quantisation's own noise shows. It reads the weights from the calbin's files and
+// shares no code with the simulator's kernels (simdev/device); the per-vector operations it
+// shares with the FP32 reference (rmsnorm, RoPE, attention over an FP32 cache) are plain
+// FP32 in the order MODEL.md gives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "calbin/result.hpp"
+#include "simdev/gen/model_config.hpp"
+#include "simdev/gen/reference/calbin_weights.hpp"
+
+namespace simdev::gen::contract {
+
+struct Prepared;
+
+class Model {
+ public:
+  // Takes every tensor of MODEL.md from `weights`; the error names a missing or misshapen one.
+  static calbin::Result<Model> create(const ModelConfig& config, const ref::CalbinWeights& weights);
+  const ModelConfig& config() const;
+
+ private:
+  friend class Session;
+  std::shared_ptr<const Prepared> prepared_;
+};
+
+// One sequence, as ref::Session: tokens at KV slots [P, P + n), causal attention.
+class Session {
+ public:
+  explicit Session(const Model& model);
+  // The last token's logits ([V]), each a BF16 value widened to FP32.
+  calbin::Result<std::vector<float>> forward(std::span<const int32_t> tokens,
+                                             std::span<const int32_t> positions);
+  size_t kv_length() const { return kv_length_; }
+
+ private:
+  std::shared_ptr<const Prepared> prepared_;
+  std::vector<ref::KvHead> kv_;  // [layer * kv_heads + head], values already rounded to BF16
+  size_t kv_length_ = 0;
+};
+
+}  // namespace simdev::gen::contract

@@ -1,0 +1,663 @@
+#!/usr/bin/env python3
+"""Independent NumPy reference of a functional calbin's model, checked against its golden set.
+
+Usage: numpy_reference.py CALBIN_DIR [--max-prompt N] [--cases NAMES] [--tolerance T]
+
+The script reads only the calbin's own files: manifest.json (verifying every listed file's
+size and SHA-256), the weight files (reassembling each tensor from its shards, dequantising
+int8 w8a8_dynamic rows by their per-row scales, widening bf16), and the golden set. It then
+runs calbin/MODEL.md's FP32 reference in float64, the more exact side, so that what it
+measures is the golden's own FP32 rounding plus any defect:
+
+- the prompt (positions 0..L-1) in chunks of llm.prefill_chunk, through a KV cache, giving
+  the logits of the last prompt token, compared with prefill_logits;
+- decode step s feeding greedy[s] at position L + s (calbin/golden.hpp), giving one logits
+  row per step, compared with top_logits at top_ids (and with decode_logits when stored);
+  no id outside top_ids may beat the k-th golden logit, and greedy[s + 1] must be our argmax
+  unless the two are within the tolerance (a near-tie FP32 may break either way).
+
+It also checks the golden set against itself (greedy is the argmax of the stored logits,
+top_logits descend and equal decode_logits at top_ids), since a writer bug there would
+otherwise compare a wrong array against a right one without anyone noticing.
+
+It prints one line per case (worst |difference| of the prefill row and of the decode rows,
+greedy agreement) and a summary. Cases with prompt_len > --max-prompt (default 300) are
+skipped to keep the check fast; pass a larger value to include the long cases.
+
+Exit status: 0 every compared logit is within the tolerance; 1 a logit differs by more than
+the tolerance, or the golden set contradicts itself (each message names the case, the array,
+the index and both values); 2 malformed input (missing manifest, file, field or tensor, bad
+shape, dtype, checksum or shard layout; the message names the file, the field and the value).
+
+Calibration of the tolerance
+----------------------------
+Measured with this script at --tolerance 1 over `simdev gen --preset tiny --no-long --seed N`
+for N = 1..16 (each seed's 8 short cases, prompts of 1 to 257 tokens, 8 decode steps each):
+
+    tests/simdev/gen/numpy_reference_seeds.py --simdev build-test/simdev/tool/simdev \\
+        --seeds 1-16 --work /tmp/npref/seeds --tolerance 1
+
+    seed  prefill max|d|  decode max|d|        seed  prefill max|d|  decode max|d|
+       1       6.263e-06      6.560e-06           9       5.621e-06      7.087e-06
+       2       5.881e-06      7.809e-06          10       5.972e-06      8.591e-06
+       3       6.006e-06      7.206e-06          11       6.076e-06      7.173e-06
+       4       6.193e-06      7.970e-06          12       5.375e-06      7.147e-06
+       5       7.044e-06      9.077e-06          13       5.970e-06      6.825e-06
+       6       5.159e-06      6.771e-06          14       5.720e-06      6.231e-06
+       7       4.982e-06      9.486e-06          15       6.436e-06      6.658e-06
+       8       5.224e-06      7.140e-06          16       6.174e-06      6.794e-06
+
+The long cases of seed 1 (prompts 4095, 4096, 4097, 4600; --max-prompt 100000) stay within
+the same figures (worst 6.2e-06 prefill, 5.6e-06 decode): the golden's FP32 error does not
+grow with the context. The worst clean figure is 9.5e-06 (seed 7, a decode row), the FP32
+rounding of logits up to |15.2|. The tolerance is 1e-4, about 10x that: headroom for other
+seeds, compilers and summation orders of the golden writer, yet more than three orders of
+magnitude below the device's intended W8A8/BF16 noise (~0.15) and about 100x below the BF16
+rounding of a typical logit (up to 2^-8 x |logit|, ~0.01 at |logit| = 3). So a golden taken
+through BF16, a logit moved by 0.001, one int8 weight's sign flipped or one norm weight
+scaled all fail; numpy_reference_negative.py proves each.
+"""
+import argparse
+import hashlib
+import json
+import math
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+# See "Calibration of the tolerance" in the docstring.
+TOLERANCE = 1e-4
+
+EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
+MAX_FAILURES_SHOWN = 20
+
+# Element types this reader accepts for weights (FORMAT.md, dtype): bytes per element.
+WEIGHT_ITEMSIZE = {"int8": 1, "bf16": 2, "f32": 4}
+
+
+class InputError(Exception):
+    """Malformed calbin; the message names the file, the field and the value."""
+
+
+# --- reading the manifest -------------------------------------------------------------------
+
+
+def get(obj, key, where, kind=None):
+    """obj[key], or an InputError naming the field path `where.key`."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise InputError(f"{where}.{key}: missing")
+    value = obj[key]
+    # JSON booleans are ints in Python; a `true` where a count is expected is malformed.
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InputError(f"{where}.{key}: expected an integer, got {value!r}")
+    if kind is not None and kind is not int and not isinstance(value, kind):
+        raise InputError(f"{where}.{key}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def inside(root, relative, where):
+    """root / relative, refusing paths that could leave the directory (FORMAT.md, Paths)."""
+    if not isinstance(relative, str) or not relative:
+        raise InputError(f"{where}: expected a relative path, got {relative!r}")
+    parts = relative.split("/")
+    if relative.startswith("/") or ".." in parts:
+        raise InputError(f"{where}: path {relative!r} leaves the calbin directory")
+    return root / relative
+
+
+def read_manifest(calbin):
+    path = calbin / "manifest.json"
+    if not path.is_file():
+        raise InputError(f"{path}: missing (not a calbin directory?)")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{path}: not valid JSON: {error}") from None
+    where = "manifest.json"
+    schema = get(manifest, "schema", where, int)
+    if schema != 1:
+        raise InputError(f"{where}: schema: {schema} but this reader knows 1")
+    if manifest.get("timing_only", False):
+        raise InputError(f"{where}: timing_only: true, a timing-only calbin has no weights")
+    return manifest
+
+
+def read_files(calbin, manifest):
+    """Every `files` entry's bytes, after checking its size and SHA-256 like verify_files.
+
+    Why check: the golden and the weights are only worth comparing if they are the bytes the
+    generator wrote; a truncated or edited file should say so, not show as a logit mismatch.
+    """
+    blobs = {}
+    for i, entry in enumerate(get(manifest, "files", "manifest.json", list)):
+        where = f"manifest.json: files[{i}]"
+        rel = get(entry, "path", where, str)
+        path = inside(calbin, rel, f"{where}.path")
+        if not path.is_file():
+            raise InputError(f"{rel}: missing, but {where}.path names it")
+        data = path.read_bytes()
+        size = get(entry, "size", where, int)
+        if len(data) != size:
+            raise InputError(f"{rel}: size {len(data)} but {where}.size says {size}")
+        digest = hashlib.sha256(data).hexdigest()
+        expected = get(entry, "sha256", where, str)
+        if digest != expected:
+            raise InputError(f"{rel}: sha256 {digest} but {where}.sha256 says {expected}")
+        blobs[rel] = data
+    return blobs
+
+
+def read_llm(manifest):
+    where = "manifest.json: llm"
+    llm = get(manifest, "llm", "manifest.json", dict)
+    dims = {}
+    for key in ("vocab", "context", "layers", "hidden", "ffn", "q_heads", "kv_heads", "head_dim"):
+        dims[key] = get(llm, key, where, int)
+        if dims[key] < 1:
+            raise InputError(f"{where}.{key}: {dims[key]}, must be at least 1")
+    if dims["q_heads"] % dims["kv_heads"]:
+        raise InputError(
+            f"{where}.q_heads: {dims['q_heads']} is not a multiple of "
+            f"kv_heads {dims['kv_heads']}"
+        )
+    if dims["head_dim"] % 2:
+        raise InputError(f"{where}.head_dim: {dims['head_dim']} is odd; RoPE pairs (i, i + D/2)")
+    if llm.get("experts", 0):
+        raise InputError(f"{where}.experts: {llm['experts']}, this reference is for dense models")
+    dims["prefill_chunk"] = llm.get("prefill_chunk", 0) or 256
+    # Optional with the defaults of FORMAT.md; numbers, not necessarily integers.
+    dims["rope_theta"] = float(llm.get("rope_theta", 10000.0))
+    dims["rms_eps"] = float(llm.get("rms_eps", 1e-6))
+    return dims
+
+
+# --- reading the weights --------------------------------------------------------------------
+
+
+def expected_shapes(llm):
+    """MODEL.md's weight table: name -> logical [out, in] (or [n]) shape."""
+    H, F, V, D = llm["hidden"], llm["ffn"], llm["vocab"], llm["head_dim"]
+    q_rows, kv_rows = llm["q_heads"] * D, llm["kv_heads"] * D
+    shapes = {"tok_embeddings": [V, H], "final_norm": [H], "lm_head": [V, H]}
+    for layer in range(llm["layers"]):
+        p = f"layers.{layer}."
+        shapes.update(
+            {
+                p + "attn_norm": [H],
+                p + "attn.q_proj": [q_rows, H],
+                p + "attn.k_proj": [kv_rows, H],
+                p + "attn.v_proj": [kv_rows, H],
+                p + "attn.q_norm": [D],
+                p + "attn.k_norm": [D],
+                p + "attn.o_proj": [H, q_rows],
+                p + "ffn_norm": [H],
+                p + "mlp.gate_proj": [F, H],
+                p + "mlp.up_proj": [F, H],
+                p + "mlp.down_proj": [H, F],
+            }
+        )
+    return shapes
+
+
+def bf16_to_f64(raw):
+    # BF16 is the top half of an IEEE f32: widen by shifting into the high 16 bits.
+    return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def take(blobs, rel, offset, nbytes, where):
+    if rel not in blobs:
+        raise InputError(f"{where}: {rel!r} is not a `files` entry")
+    data = blobs[rel]
+    if offset + nbytes > len(data):
+        raise InputError(
+            f"{where}: bytes [{offset}, {offset + nbytes}) run past the end of {rel} "
+            f"({len(data)} bytes)"
+        )
+    return data[offset : offset + nbytes]
+
+
+def read_shard(entry, where, blobs):
+    """One weights[] entry as float64, dequantised; returns (array, shard_info, scales)."""
+    shape = get(entry, "shape", where, list)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+        raise InputError(f"{where}.shape: {shape}, dimensions must be integers > 0")
+    dtype = get(entry, "dtype", where, str)
+    if dtype not in WEIGHT_ITEMSIZE:
+        raise InputError(f"{where}.dtype: {dtype!r}, this reference reads {list(WEIGHT_ITEMSIZE)}")
+    shard = entry.get("shard") or {"axis": -1}
+    axis = get(shard, "axis", f"{where}.shard", int)
+    if not -1 <= axis < len(shape):
+        raise InputError(f"{where}.shard.axis: {axis} for a rank-{len(shape)} tensor")
+    shard_shape = list(shape)
+    begin, end = 0, (shape[axis] if axis >= 0 else 0)
+    if axis >= 0:
+        begin = get(shard, "begin", f"{where}.shard", int)
+        end = get(shard, "end", f"{where}.shard", int)
+        if not 0 <= begin < end <= shape[axis]:
+            raise InputError(
+                f"{where}.shard: [begin, end) = [{begin}, {end}) outside axis {axis} "
+                f"of size {shape[axis]}"
+            )
+        shard_shape[axis] = end - begin
+    count = math.prod(shard_shape)
+    nbytes = count * WEIGHT_ITEMSIZE[dtype]
+    declared = get(entry, "bytes", where, int)
+    if declared != nbytes:
+        raise InputError(
+            f"{where}.bytes: {declared} but shard shape {shard_shape} of {dtype} is {nbytes}"
+        )
+    offset = get(entry, "offset", where, int) if "offset" in entry else 0
+    raw = take(blobs, get(entry, "file", where, str), offset, nbytes, where)
+    if dtype == "bf16":
+        values = bf16_to_f64(np.frombuffer(raw, "<u2"))
+    elif dtype == "f32":
+        values = np.frombuffer(raw, "<f4").astype(np.float64)
+    else:
+        values = np.frombuffer(raw, np.int8).astype(np.float64)
+    values = values.reshape(shard_shape)
+
+    quant = entry.get("quant") or {"scheme": "none"}
+    scheme = get(quant, "scheme", f"{where}.quant", str)
+    scales = None
+    if scheme == "w8a8_dynamic":
+        if dtype != "int8" or len(shape) != 2:
+            raise InputError(f"{where}.quant.scheme: w8a8_dynamic on a {dtype} {shape} tensor")
+        # One scale per output row the shard holds: its own rows for an axis-0 shard, every
+        # row for an axis-1 (or whole) tensor; both cases are the shard's first dimension.
+        rows = shard_shape[0]
+        scale_count = get(quant, "scale_count", f"{where}.quant", int)
+        if scale_count != rows:
+            raise InputError(
+                f"{where}.quant.scale_count: {scale_count} but the shard has {rows} rows"
+            )
+        scale_raw = take(
+            blobs,
+            get(quant, "scale_file", f"{where}.quant", str),
+            get(quant, "scale_offset", f"{where}.quant", int),
+            4 * rows,
+            f"{where}.quant",
+        )
+        scales = np.frombuffer(scale_raw, "<f4").astype(np.float64)
+        # int8 x f32 is exact in float64, so this is the real weight q[r][c] * s[r].
+        values = values * scales[:, None]
+    elif scheme != "none":
+        raise InputError(f"{where}.quant.scheme: {scheme!r}, this reference reads none/w8a8")
+    elif dtype == "int8":
+        raise InputError(f"{where}.quant.scheme: none on an int8 tensor (no scales)")
+    return values, (axis, begin, end, shape, dtype), scales
+
+
+def read_weights(manifest, blobs, llm):
+    """Every tensor of MODEL.md's table, unsplit, as float64."""
+    expected = expected_shapes(llm)
+    shards = {}
+    for i, entry in enumerate(get(manifest, "weights", "manifest.json", list)):
+        name = get(entry, "name", f"manifest.json: weights[{i}]", str)
+        shards.setdefault(name, []).append((i, entry))
+    weights = {}
+    for name, shape in expected.items():
+        if name not in shards:
+            raise InputError(f"manifest.json: weights: no entry for tensor {name!r} (MODEL.md)")
+        full, covered, shared_scales = None, None, None
+        for i, entry in shards[name]:
+            where = f"manifest.json: weights[{i}] ({name})"
+            values, (axis, begin, end, logical, dtype), scales = read_shard(entry, where, blobs)
+            if logical != shape:
+                raise InputError(f"{where}.shape: {logical} but MODEL.md gives {shape}")
+            if full is None:
+                full = np.zeros(shape)
+                covered = np.zeros(shape[axis] if axis >= 0 else 1, np.int64)
+                shard_axis = axis
+            if axis != shard_axis:
+                raise InputError(f"{where}.shard.axis: {axis} but another shard uses {shard_axis}")
+            if axis < 0:
+                full[...] = values
+                covered += 1
+                continue
+            index = [slice(None)] * len(shape)
+            index[axis] = slice(begin, end)
+            full[tuple(index)] = values
+            covered[begin:end] += 1
+            if axis == 1 and scales is not None:
+                # MODEL.md: a row's scale is computed on the whole row before splitting, so
+                # both axis-1 shards carry the same vector; different ones mean a bad writer.
+                if shared_scales is None:
+                    shared_scales = (scales, where)
+                elif not np.array_equal(scales, shared_scales[0]):
+                    row = int(np.argmax(scales != shared_scales[0]))
+                    raise InputError(
+                        f"{where}.quant: scale of row {row} is {scales[row]!r} but "
+                        f"{shared_scales[1]} has {shared_scales[0][row]!r}"
+                    )
+        if np.any(covered != 1):
+            at = int(np.argmax(covered != 1))
+            raise InputError(
+                f"manifest.json: weights ({name}): shards cover index {at} of axis "
+                f"{shard_axis} {covered[at]} times, need exactly once"
+            )
+        weights[name] = full
+    return weights
+
+
+# --- reading the golden set -----------------------------------------------------------------
+
+
+def load_npy(directory, rel, where, dtype, shape):
+    path = inside(directory, rel, where)
+    if not path.is_file():
+        raise InputError(f"{path}: missing, but {where} names it")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: {where}: not a readable .npy: {error}") from None
+    if array.dtype != np.dtype(dtype):
+        raise InputError(f"{path}: {where}: dtype {array.dtype.str} but the case needs {dtype}")
+    if list(array.shape) != shape:
+        raise InputError(f"{path}: {where}: shape {list(array.shape)} but the case needs {shape}")
+    return array
+
+
+def read_golden(calbin, manifest, llm):
+    golden = get(manifest, "golden", "manifest.json", dict)
+    index_rel = get(golden, "index", "manifest.json: golden", str)
+    index_path = inside(calbin, index_rel, "manifest.json: golden.index")
+    if not index_path.is_file():
+        raise InputError(f"{index_path}: missing, but manifest.json golden.index names it")
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{index_path}: not valid JSON: {error}") from None
+    where = index_rel
+    # Schema 2 (calbin/golden.hpp) adds the optional device-contract arrays contract_rows and
+    # contract_logits; they describe the device's quantised numerics, not the FP32 reference,
+    # so this check reads the schema-1 arrays of either and ignores the rest.
+    if get(index, "schema", where, int) not in (1, 2):
+        raise InputError(f"{where}: schema: {index['schema']} but this reader knows 1 and 2")
+    V, K = get(index, "vocab", where, int), get(index, "top_k", where, int)
+    if V != llm["vocab"]:
+        raise InputError(f"{where}: vocab: {V} but manifest.json llm.vocab is {llm['vocab']}")
+    if not 1 <= K <= V:
+        raise InputError(f"{where}: top_k: {K} outside [1, vocab {V}]")
+    directory = index_path.parent
+    cases = []
+    for i, case in enumerate(get(index, "cases", where, list)):
+        cw = f"{where}: cases[{i}]"
+        name = get(case, "name", cw, str)
+        L = get(case, "prompt_len", cw, int)
+        N = get(case, "decode_steps", cw, int)
+        if L < 1 or L + N > llm["context"]:
+            raise InputError(f"{cw}.prompt_len: {L} + {N} steps outside [1, context]")
+        arrays = {"name": name, "prompt_len": L, "decode_steps": N, "top_k": K}
+        needs = {
+            "tokens": ("<i4", [L]),
+            "prefill_logits": ("<f4", [V]),
+            "greedy": ("<i4", [N + 1]),
+            "top_ids": ("<i4", [N, K]),
+            "top_logits": ("<f4", [N, K]),
+        }
+        if case.get("decode_logits"):
+            needs["decode_logits"] = ("<f4", [N, V])
+        for key, (dtype, shape) in needs.items():
+            rel = get(case, key, cw, str)
+            arrays[key] = load_npy(directory, rel, f"{cw}.{key}", dtype, shape)
+        for key in ("tokens", "greedy", "top_ids"):
+            bad = (arrays[key] < 0) | (arrays[key] >= V)
+            if bad.any():
+                at = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                raise InputError(f"{cw}.{key}: id {arrays[key][at]} at {at} outside [0, {V})")
+        cases.append(arrays)
+    return cases
+
+
+# --- the model (MODEL.md, "One step") ------------------------------------------------------
+
+
+def rmsnorm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def silu(z):
+    # z * sigmoid(z), with sigmoid written through logaddexp so large |z| cannot overflow.
+    return z * np.exp(-np.logaddexp(0.0, -z))
+
+
+class Model:
+    def __init__(self, llm, weights):
+        self.llm, self.w = llm, weights
+        D = llm["head_dim"]
+        # NeoX RoPE: pair (i, i + D/2) turns by position * theta^(-2i/D), i < D/2.
+        self.inv_freq = llm["rope_theta"] ** (-2.0 * np.arange(D // 2) / D)
+
+    def rope(self, x, positions):
+        """x [T, heads, D] rotated per token; rotate_half convention (x1, x2) -> (-x2, x1)."""
+        half = x.shape[-1] // 2
+        angle = np.asarray(positions, np.float64)[:, None] * self.inv_freq  # [T, D/2]
+        cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
+        x1, x2 = x[..., :half], x[..., half:]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    def new_cache(self, slots):
+        shape = (self.llm["layers"], self.llm["kv_heads"], slots, self.llm["head_dim"])
+        return {"k": np.zeros(shape), "v": np.zeros(shape)}
+
+    def step(self, tokens, positions, cache, past):
+        """One submission: tokens go to KV slots past + t; returns the last token's logits."""
+        llm, w = self.llm, self.w
+        Hq, Hkv, D, eps = llm["q_heads"], llm["kv_heads"], llm["head_dim"], llm["rms_eps"]
+        T = len(tokens)
+        end = past + T
+        # Token t sees slots [0, past + t]: mask[t, s] is True where s lies in its future.
+        mask = np.arange(end)[None, :] > (past + np.arange(T))[:, None]
+        x = w["tok_embeddings"][np.asarray(tokens)]
+        for layer in range(llm["layers"]):
+            p = f"layers.{layer}."
+            h = rmsnorm(x, w[p + "attn_norm"], eps)
+            q = (h @ w[p + "attn.q_proj"].T).reshape(T, Hq, D)
+            k = (h @ w[p + "attn.k_proj"].T).reshape(T, Hkv, D)
+            v = (h @ w[p + "attn.v_proj"].T).reshape(T, Hkv, D)
+            q = self.rope(rmsnorm(q, w[p + "attn.q_norm"], eps), positions)
+            k = self.rope(rmsnorm(k, w[p + "attn.k_norm"], eps), positions)
+            cache["k"][layer, :, past:end] = k.transpose(1, 0, 2)
+            cache["v"][layer, :, past:end] = v.transpose(1, 0, 2)
+            # GQA: query head h reads KV head h // (Hq / Hkv); repeat gives exactly that order.
+            keys = np.repeat(cache["k"][layer, :, :end], Hq // Hkv, axis=0)  # [Hq, S, D]
+            values = np.repeat(cache["v"][layer, :, :end], Hq // Hkv, axis=0)
+            scores = q.transpose(1, 0, 2) @ keys.transpose(0, 2, 1) / math.sqrt(D)  # [Hq, T, S]
+            scores[:, mask] = -np.inf
+            # Softmax shifted by the row maximum: same value, no overflow of exp.
+            probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            probs /= probs.sum(axis=-1, keepdims=True)
+            attended = (probs @ values).transpose(1, 0, 2).reshape(T, Hq * D)
+            x = x + attended @ w[p + "attn.o_proj"].T
+            h = rmsnorm(x, w[p + "ffn_norm"], eps)
+            gated = silu(h @ w[p + "mlp.gate_proj"].T) * (h @ w[p + "mlp.up_proj"].T)
+            x = x + gated @ w[p + "mlp.down_proj"].T
+        return rmsnorm(x[-1], w["final_norm"], eps) @ w["lm_head"].T
+
+    def run(self, case):
+        """Prefill logits [V] and decode logits [N, V] of one golden case."""
+        L, N, chunk = case["prompt_len"], case["decode_steps"], self.llm["prefill_chunk"]
+        tokens = case["tokens"].astype(np.int64)
+        cache = self.new_cache(L + N)
+        # Chunked like the device; in exact arithmetic chunking changes nothing, but it
+        # keeps the [heads, T, S] score block small for the long prompts.
+        for start in range(0, L, chunk):
+            stop = min(start + chunk, L)
+            prefill = self.step(tokens[start:stop], np.arange(start, stop), cache, start)
+        decode = np.zeros((N, self.llm["vocab"]))
+        for s in range(N):
+            decode[s] = self.step([int(case["greedy"][s])], [L + s], cache, L + s)
+        return prefill, decode
+
+
+# --- comparison -----------------------------------------------------------------------------
+
+
+def worst(ours, golden, label, tol, failures):
+    """Max |ours - golden|; records a failure naming the element when it exceeds tol."""
+    diff = np.abs(ours - golden.astype(np.float64))
+    at = int(np.argmax(diff))
+    if diff.flat[at] > tol:
+        index = np.unravel_index(at, diff.shape)
+        failures.append(
+            f"{label}[{', '.join(map(str, index))}]: reference {ours.flat[at]:.7f} golden "
+            f"{golden.flat[at]:.7f} |diff| {diff.flat[at]:.3g} > tolerance {tol:g}"
+        )
+    return float(diff.flat[at])
+
+
+def check_golden_itself(case, failures):
+    """The golden's internal contract (golden.hpp), independent of our model."""
+    name, g = case["name"], case
+    if g["prefill_logits"][g["greedy"][0]] != g["prefill_logits"].max():
+        failures.append(
+            f"{name}: greedy[0]: id {g['greedy'][0]} is not the argmax of prefill_logits "
+            f"({g['prefill_logits'][g['greedy'][0]]:.7f} < {g['prefill_logits'].max():.7f})"
+        )
+    for s in range(case["decode_steps"]):
+        ids, logits = g["top_ids"][s], g["top_logits"][s]
+        if np.any(np.diff(logits) > 0):
+            failures.append(f"{name}: top_logits[{s}]: not descending: {logits.tolist()}")
+        if len(set(ids.tolist())) != len(ids):
+            failures.append(f"{name}: top_ids[{s}]: repeats an id: {ids.tolist()}")
+        # A tie for the top may put either id first, so compare values, not positions.
+        nxt = g["greedy"][s + 1]
+        if nxt not in ids or logits[list(ids).index(nxt)] != logits[0]:
+            failures.append(
+                f"{name}: greedy[{s + 1}]: id {nxt} is not the top of top_ids[{s}] "
+                f"(top {ids[0]} at {logits[0]:.7f})"
+            )
+        if "decode_logits" in g:
+            row = g["decode_logits"][s]
+            if not np.array_equal(row[ids], logits):
+                failures.append(f"{name}: top_logits[{s}]: differ from decode_logits[{s}][top_ids]")
+            if row.max() != logits[0]:
+                failures.append(
+                    f"{name}: top_logits[{s}][0]: {logits[0]:.7f} but decode_logits[{s}] "
+                    f"peaks at {row.max():.7f}"
+                )
+
+
+def compare(case, prefill, decode, tol):
+    """Returns (worst prefill diff, worst decode diff, greedy agreements, failures)."""
+    name, failures = case["name"], []
+    check_golden_itself(case, failures)
+    d_prefill = worst(prefill, case["prefill_logits"], f"{name}: prefill_logits", tol, failures)
+    d_decode = 0.0
+    for s in range(case["decode_steps"]):
+        ids = case["top_ids"][s]
+        label = f"{name}: top_logits[{s}]"
+        d_decode = max(d_decode, worst(decode[s][ids], case["top_logits"][s], label, tol, failures))
+        if "decode_logits" in case:
+            label = f"{name}: decode_logits[{s}]"
+            d_decode = max(
+                d_decode, worst(decode[s], case["decode_logits"][s], label, tol, failures)
+            )
+        # An id the golden left out of its top-k must not beat the k-th golden logit.
+        outside = decode[s].copy()
+        outside[ids] = -np.inf
+        if outside.max() > case["top_logits"][s][-1] + tol:
+            extra = int(np.argmax(outside))
+            failures.append(
+                f"{name}: top_ids[{s}]: misses id {extra}, reference logit {outside[extra]:.7f} "
+                f"> k-th golden logit {case['top_logits'][s][-1]:.7f} + tolerance {tol:g}"
+            )
+    # Greedy agreement: our argmax against greedy[s]. A different id is only a failure when it
+    # is no near-tie: FP32 and float64 may order two logits within the tolerance either way.
+    rows = [prefill] + list(decode)
+    agree = 0
+    for s, row in enumerate(rows):
+        ours, theirs = int(np.argmax(row)), int(case["greedy"][s])
+        if ours == theirs:
+            agree += 1
+        elif row[ours] - row[theirs] > tol:
+            failures.append(
+                f"{name}: greedy[{s}]: golden {theirs} (reference logit {row[theirs]:.7f}) but "
+                f"reference argmax {ours} ({row[ours]:.7f}), margin > tolerance {tol:g}"
+            )
+    return d_prefill, d_decode, agree, failures
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("calbin", type=pathlib.Path, help="calbin directory")
+    parser.add_argument(
+        "--max-prompt",
+        type=int,
+        default=300,
+        help="skip cases with a longer prompt (default 300: the short cases)",
+    )
+    parser.add_argument("--cases", help="comma-separated case names (default: all)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=TOLERANCE,
+        help=f"largest accepted |reference - golden| of one logit (default {TOLERANCE:g})",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv):
+    args = parse_args(argv)
+    started = time.perf_counter()
+    try:
+        manifest = read_manifest(args.calbin)
+        blobs = read_files(args.calbin, manifest)
+        llm = read_llm(manifest)
+        model = Model(llm, read_weights(manifest, blobs, llm))
+        cases = read_golden(args.calbin, manifest, llm)
+        if args.cases:
+            wanted = args.cases.split(",")
+            unknown = sorted(set(wanted) - {case["name"] for case in cases})
+            if unknown:
+                raise InputError(f"--cases: no golden case named {', '.join(unknown)}")
+            cases = [case for case in cases if case["name"] in wanted]
+    except InputError as error:
+        print(f"numpy_reference: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+
+    failures, checked = [], 0
+    worst_prefill, worst_decode = (0.0, ""), (0.0, "")
+    for case in cases:
+        name, L, N = case["name"], case["prompt_len"], case["decode_steps"]
+        if L > args.max_prompt:
+            print(f"{name:<10} L={L:<5} N={N:<3} skipped (prompt_len > --max-prompt)")
+            continue
+        prefill, decode = model.run(case)
+        d_prefill, d_decode, agree, case_failures = compare(case, prefill, decode, args.tolerance)
+        checked += 1
+        worst_prefill = max(worst_prefill, (d_prefill, name))
+        worst_decode = max(worst_decode, (d_decode, name))
+        status = "FAIL" if case_failures else "ok"
+        print(
+            f"{name:<10} L={L:<5} N={N:<3} prefill max|d| {d_prefill:.3e}  "
+            f"decode max|d| {d_decode:.3e}  greedy {agree}/{N + 1}  {status}"
+        )
+        failures += case_failures
+    elapsed = time.perf_counter() - started
+    if not checked:
+        print("numpy_reference: error: no golden case left to check", file=sys.stderr)
+        return EXIT_INPUT
+    print(
+        f"worst prefill {worst_prefill[0]:.3e} ({worst_prefill[1]}), worst decode "
+        f"{worst_decode[0]:.3e} ({worst_decode[1]}), tolerance {args.tolerance:g}, "
+        f"{checked} cases in {elapsed:.2f} s"
+    )
+    if failures:
+        # A weight defect fails nearly every row; the first ones say enough.
+        for failure in failures[:MAX_FAILURES_SHOWN]:
+            print(f"FAIL {failure}", file=sys.stderr)
+        if len(failures) > MAX_FAILURES_SHOWN:
+            print(f"... and {len(failures) - MAX_FAILURES_SHOWN} more", file=sys.stderr)
+        print(f"numpy_reference: {len(failures)} failed comparisons", file=sys.stderr)
+        return EXIT_MISMATCH
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
