@@ -17,6 +17,8 @@
  *   CALRT_EXT_DIAG   what the device can say about itself after something went wrong: a
  *                    hang report (chiplets, CSRs, KV slot map, ping/pong ownership, last
  *                    submissions) and a hash of its whole state (determinism checks).
+ *   CALRT_EXT_PROBE  the activations of a job's last token at each layer boundary, so that a
+ *                    numeric defect can be traced to the first layer and op it touches.
  * The same rules as calrt.h hold: args structs carry struct_size, every call returns a
  * CalrtError* (NULL on success) that the caller destroys with the table's Error_Destroy.
  */
@@ -34,6 +36,7 @@ typedef enum CalrtExtensionType {
   CALRT_EXT_TRACE = 2,
   CALRT_EXT_FAULT = 3,
   CALRT_EXT_DIAG = 4,
+  CALRT_EXT_PROBE = 5,
 } CalrtExtensionType;
 
 typedef struct CalrtExtensionBase {
@@ -256,6 +259,40 @@ typedef struct CalrtDiagExtension {
   Calrt_Diag_StateHash* Diag_StateHash;
 } CalrtDiagExtension;
 #define CALRT_DIAG_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtDiagExtension, Diag_StateHash)
+
+/* ---------------------------------------------------------------------------------------
+ * CALRT_EXT_PROBE
+ * ------------------------------------------------------------------------------------- */
+
+/* Reads one probe point of a completed job of a functional calbin (calbin/MODEL.md): the
+ * residual stream of the job's last token, `hidden` FP32 values, at
+ *   point 0        the embedding row,
+ *   point 2l + 1   after layer l's attention (o_proj all-reduced and added),
+ *   point 2l + 2   after layer l's MLP (down_proj all-reduced and added),
+ * so `points` = 2 * layers + 1. `count` is the number of values of a point (hidden); when it
+ * exceeds `capacity` nothing is written. A runtime over hardware usually cannot offer this;
+ * callers treat the extension's absence as "probes unavailable".
+ * Errors: INVALID_HANDLE, WRONG_STATE (the job has not completed, or its calbin is
+ * timing-only or its model has no functional semantics), INVALID_ARGUMENT (point >= points,
+ * values NULL with capacity > 0). */
+typedef struct Calrt_Probe_Read_Args {
+  size_t struct_size;
+  void* extension;
+  CalrtJob* job;
+  uint32_t point;
+  float* values;
+  size_t capacity; /* floats */
+  size_t count;    /* out */
+  uint32_t points; /* out */
+} Calrt_Probe_Read_Args;
+#define CALRT_PROBE_READ_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Probe_Read_Args, points)
+typedef CalrtError* Calrt_Probe_Read(Calrt_Probe_Read_Args* args);
+
+typedef struct CalrtProbeExtension {
+  CalrtExtensionBase base; /* type CALRT_EXT_PROBE */
+  Calrt_Probe_Read* Probe_Read;
+} CalrtProbeExtension;
+#define CALRT_PROBE_EXTENSION_STRUCT_SIZE CALRT_STRUCT_SIZE(CalrtProbeExtension, Probe_Read)
 
 #ifdef __cplusplus
 }

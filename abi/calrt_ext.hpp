@@ -37,6 +37,8 @@ inline constexpr size_t kStructSize<Calrt_Fault_GetHits_Args> =
 template <>
 inline constexpr size_t kStructSize<Calrt_Diag_Report_Args> = CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE;
 template <>
+inline constexpr size_t kStructSize<Calrt_Probe_Read_Args> = CALRT_PROBE_READ_ARGS_STRUCT_SIZE;
+template <>
 inline constexpr size_t kStructSize<Calrt_Diag_StateHash_Args> =
     CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE;
 
@@ -340,6 +342,60 @@ class DeviceDiag {
   CalrtDevice* device_ = nullptr;
   Api api_;
   const CalrtDiagExtension* ext_ = nullptr;
+};
+
+// CALRT_EXT_PROBE: the residual stream of a completed job's last token at every layer
+// boundary (calbin/MODEL.md, "The device contract"). Simulated devices offer it; a runtime
+// without it gives an empty JobProbes.
+class JobProbes {
+ public:
+  // Bounds what a broken runtime can make us allocate: points x hidden floats.
+  static constexpr size_t kMaxValues = size_t{64} << 20;
+
+  static JobProbes of(const Job& job) {
+    JobProbes probes;
+    probes.job_ = job.get();
+    probes.api_ = job.api();
+    probes.ext_ = reinterpret_cast<const CalrtProbeExtension*>(
+        find_extension(job.api(), CALRT_EXT_PROBE, CALRT_PROBE_EXTENSION_STRUCT_SIZE));
+    return probes;
+  }
+  explicit operator bool() const noexcept { return ext_ != nullptr && job_ != nullptr; }
+
+  // Every point, [points][hidden]: the embedding, then after each layer's attention and MLP.
+  std::vector<std::vector<float>> read_all() const {
+    Calrt_Probe_Read_Args first = read(0, nullptr, 0);
+    if (uint64_t{first.points} * first.count > kMaxValues) {
+      throw Error(CALRT_INTERNAL, "Probe_Read",
+                  std::to_string(first.points) + " points of " + std::to_string(first.count) +
+                      " values exceed the bound");
+    }
+    std::vector<std::vector<float>> points(first.points, std::vector<float>(first.count));
+    for (uint32_t p = 0; p < first.points; ++p) {
+      const Calrt_Probe_Read_Args args = read(p, points[p].data(), points[p].size());
+      if (args.count != first.count || args.points != first.points) {
+        throw Error(CALRT_INTERNAL, "Probe_Read", "the probe shape changed between two calls");
+      }
+    }
+    return points;
+  }
+
+ private:
+  Calrt_Probe_Read_Args read(uint32_t point, float* values, size_t capacity) const {
+    auto args = detail::make_args<Calrt_Probe_Read_Args>();
+    args.job = job_;
+    args.point = point;
+    args.values = values;
+    args.capacity = capacity;
+    api_.check(
+        detail::extension_entry(ext_ ? ext_->Probe_Read : nullptr, "Probe_Read", "probe")(&args),
+        "Probe_Read");
+    return args;
+  }
+
+  CalrtJob* job_ = nullptr;
+  Api api_;
+  const CalrtProbeExtension* ext_ = nullptr;
 };
 
 }  // namespace calrt

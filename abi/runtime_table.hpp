@@ -82,21 +82,23 @@
 
 // Defines the table `name` with the extension chain CLOCK -> TRACE -> FAULT -> DIAG, all
 // static. The static_assert catches a field added to CalrtApi without an entry in the list.
-#define CALRT_DEFINE_RUNTIME_TABLE(name)                                     \
-  constexpr CalrtDiagExtension name##Diag = {                                \
-      {sizeof(CalrtDiagExtension), CALRT_EXT_DIAG, nullptr},                 \
-      CALRT_DIAG_ENTRIES(CALRT_TABLE_ENTRY_)};                               \
-  constexpr CalrtFaultExtension name##Fault = {                              \
-      {sizeof(CalrtFaultExtension), CALRT_EXT_FAULT, &name##Diag.base},      \
-      CALRT_FAULT_ENTRIES(CALRT_TABLE_ENTRY_)};                              \
-  constexpr CalrtTraceExtension name##Trace = {                              \
-      {sizeof(CalrtTraceExtension), CALRT_EXT_TRACE, &name##Fault.base},     \
-      CALRT_TRACE_ENTRIES(CALRT_TABLE_ENTRY_)};                              \
-  constexpr CalrtClockExtension name##Clock = {                              \
-      {sizeof(CalrtClockExtension), CALRT_EXT_CLOCK, &name##Trace.base},     \
-      CALRT_CLOCK_ENTRIES(CALRT_TABLE_ENTRY_)};                              \
-  constexpr CalrtApi name = {                                                \
-      CALRT_API_STRUCT_SIZE, const_cast<CalrtClockExtension*>(&name##Clock), \
-      CALRT_ABI_MAJOR,       CALRT_ABI_MINOR,                                \
-      CALRT_ABI_PATCH,       CALRT_API_ENTRIES(CALRT_TABLE_ENTRY_)};         \
+#define CALRT_DEFINE_RUNTIME_TABLE(name) CALRT_DEFINE_RUNTIME_TABLE_THEN(name, nullptr)
+// The same with `tail` (a const CalrtExtensionBase*, or nullptr) after DIAG: extensions only
+// some runtimes offer, such as the simulator's CALRT_EXT_PROBE.
+#define CALRT_DEFINE_RUNTIME_TABLE_THEN(name, tail)                                              \
+  constexpr CalrtDiagExtension name##Diag = {{sizeof(CalrtDiagExtension), CALRT_EXT_DIAG, tail}, \
+                                             CALRT_DIAG_ENTRIES(CALRT_TABLE_ENTRY_)};            \
+  constexpr CalrtFaultExtension name##Fault = {                                                  \
+      {sizeof(CalrtFaultExtension), CALRT_EXT_FAULT, &name##Diag.base},                          \
+      CALRT_FAULT_ENTRIES(CALRT_TABLE_ENTRY_)};                                                  \
+  constexpr CalrtTraceExtension name##Trace = {                                                  \
+      {sizeof(CalrtTraceExtension), CALRT_EXT_TRACE, &name##Fault.base},                         \
+      CALRT_TRACE_ENTRIES(CALRT_TABLE_ENTRY_)};                                                  \
+  constexpr CalrtClockExtension name##Clock = {                                                  \
+      {sizeof(CalrtClockExtension), CALRT_EXT_CLOCK, &name##Trace.base},                         \
+      CALRT_CLOCK_ENTRIES(CALRT_TABLE_ENTRY_)};                                                  \
+  constexpr CalrtApi name = {                                                                    \
+      CALRT_API_STRUCT_SIZE, const_cast<CalrtClockExtension*>(&name##Clock),                     \
+      CALRT_ABI_MAJOR,       CALRT_ABI_MINOR,                                                    \
+      CALRT_ABI_PATCH,       CALRT_API_ENTRIES(CALRT_TABLE_ENTRY_)};                             \
   static_assert(CALRT_API_STRUCT_SIZE == sizeof(CalrtApi), "CalrtApi grew: extend the list")

@@ -16,6 +16,9 @@
 //                                     of every prefill chunk, then L + s for decode step s
 //   contract_logits f32   [R, vocab]  the device-contract reference's logits at those
 //                                     tokens (BF16 values), under teacher forcing
+//   contract_probes f32   [R, P, H]   optional (schema 2): the contract reference's residual
+//                                     stream of those tokens at the CALRT_EXT_PROBE points
+//                                     (P = 2 * layers + 1, H = hidden)
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,9 @@ struct GoldenCase {
   std::vector<float> decode_logits;      // empty when not stored
   std::vector<int32_t> contract_rows{};  // empty when the set has no contract reference
   std::vector<float> contract_logits{};
+  std::vector<float> contract_probes{};  // [rows][probe_points][probe_width], or empty
+  uint32_t probe_points = 0;
+  uint32_t probe_width = 0;
 };
 
 struct GoldenSet {

@@ -24,6 +24,7 @@ struct CaseFiles {
   std::string decode_logits;  // empty when not stored
   std::string contract_rows;  // schema 2; empty when not stored
   std::string contract_logits;
+  std::string contract_probes;  // optional beside the two above
 };
 
 struct Index {
@@ -61,13 +62,17 @@ Index parse_index(const Json& document) {
                     entry.str("top_logits"),
                     entry.str("decode_logits", ""),
                     "",
+                    "",
                     ""};
     if (schema >= 2) {
       files.contract_rows = entry.str("contract_rows", "");
       files.contract_logits = entry.str("contract_logits", "");
-      if (files.contract_rows.empty() != files.contract_logits.empty()) {
+      files.contract_probes = entry.str("contract_probes", "");
+      if (files.contract_rows.empty() != files.contract_logits.empty() ||
+          (files.contract_rows.empty() && !files.contract_probes.empty())) {
         throw FieldError{detail::join("cases", i),
-                         "contract_rows and contract_logits come together; one is missing"};
+                         "contract_rows and contract_logits come together, and "
+                         "contract_probes needs them; one is missing"};
       }
     }
     index.files.push_back(std::move(files));
@@ -147,10 +152,35 @@ Result<void> load_contract(const fs::path& dir, const std::string& label, const 
     }
   }
   out.contract_rows = std::move(*rows);
-  return load_into(out.contract_logits, dir, label, files.contract_logits,
-                   Expected{detail::join(at, "contract_logits"),
-                            {static_cast<int64_t>(out.contract_rows.size()), set.vocab},
-                            "[contract rows, vocab]"});
+  Result<void> done =
+      load_into(out.contract_logits, dir, label, files.contract_logits,
+                Expected{detail::join(at, "contract_logits"),
+                         {static_cast<int64_t>(out.contract_rows.size()), set.vocab},
+                         "[contract rows, vocab]"});
+  if (!done || files.contract_probes.empty()) {
+    return done;
+  }
+  // [rows, points, hidden]: the index does not state the model's hidden size, the array
+  // does; the smoke checks it against the device's probes.
+  auto probes_path = resolve_inside(dir, files.contract_probes);
+  if (!probes_path) {
+    return fail(label, detail::join(at, "contract_probes"),
+                detail::quote(files.contract_probes) + ": " + probes_path.error().message);
+  }
+  auto probes = read_npy_f32(*probes_path, &shape);
+  if (!probes) {
+    return tl::unexpected(probes.error());
+  }
+  if (shape.size() != 3 || shape[0] != static_cast<int64_t>(out.contract_rows.size()) ||
+      shape[1] < 1 || shape[2] < 1 || shape[1] > 65535) {
+    return fail(probes_path->string(), detail::join(at, "contract_probes"),
+                "shape " + shape_text(shape) + " but the case needs [" +
+                    std::to_string(out.contract_rows.size()) + ", points, hidden]");
+  }
+  out.contract_probes = std::move(*probes);
+  out.probe_points = static_cast<uint32_t>(shape[1]);
+  out.probe_width = static_cast<uint32_t>(shape[2]);
+  return {};
 }
 
 Result<void> load_case(const fs::path& dir, const std::string& label, const GoldenSet& set,

@@ -61,6 +61,11 @@ Result<void> check_case(const std::string& label, const GoldenSet& set, size_t i
     ok = check_count(label, at + "contract_logits", c.contract_logits.size(),
                      uint64_t{c.contract_rows.size()} * set.vocab, "contract_rows x vocab");
   }
+  if (ok && !c.contract_probes.empty()) {
+    ok = check_count(label, at + "contract_probes", c.contract_probes.size(),
+                     uint64_t{c.contract_rows.size()} * c.probe_points * c.probe_width,
+                     "contract_rows x probe_points x probe_width");
+  }
   for (size_t r = 0; ok && r < c.contract_rows.size(); ++r) {
     const int32_t row = c.contract_rows[r];
     if (row < 0 || uint64_t(row) >= c.prompt_len + steps ||
@@ -109,6 +114,9 @@ Result<OrderedJson> write_case(const fs::path& dir, const GoldenSet& set, const 
     const auto rows = static_cast<int64_t>(c.contract_rows.size());
     put("contract_rows", {rows}, c.contract_rows);
     put("contract_logits", {rows, vocab}, c.contract_logits);
+    if (!c.contract_probes.empty()) {
+      put("contract_probes", {rows, c.probe_points, c.probe_width}, c.contract_probes);
+    }
   }
   if (!ok) {
     return tl::unexpected(ok.error());

@@ -133,6 +133,75 @@ std::span<const float> contract_row(const calbin::GoldenCase& golden, size_t voc
   return std::span<const float>(golden.contract_logits).subspan(at * vocab, vocab);
 }
 
+double relative_error(std::span<const float> device, std::span<const float> contract) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < contract.size(); ++i) {
+    const double d = i < device.size() ? double{device[i]} : 0.0;
+    diff += (d - contract[i]) * (d - contract[i]);
+    norm += double{contract[i]} * contract[i];
+  }
+  if (norm == 0.0) {
+    return diff == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  }
+  const double error = std::sqrt(diff / norm);
+  return std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+}
+
+double probe_tolerance(size_t point) {
+  const auto p = static_cast<double>(point);
+  return 0.0005 * p * p;
+}
+
+std::optional<size_t> first_divergent_point(const std::vector<double>& mean_errors) {
+  for (size_t p = 0; p < mean_errors.size(); ++p) {
+    if (!(mean_errors[p] <= probe_tolerance(p))) return p;
+  }
+  return std::nullopt;
+}
+
+void ProbeSummary::add(const std::vector<double>& errors) {
+  error_sums.resize(std::max(error_sums.size(), errors.size()), 0.0);
+  for (size_t p = 0; p < errors.size(); ++p) error_sums[p] += errors[p];
+  ++rows;
+}
+
+void ProbeSummary::merge(const ProbeSummary& other) {
+  error_sums.resize(std::max(error_sums.size(), other.error_sums.size()), 0.0);
+  for (size_t p = 0; p < other.error_sums.size(); ++p) error_sums[p] += other.error_sums[p];
+  rows += other.rows;
+  if (unavailable.empty()) unavailable = other.unavailable;
+}
+
+std::vector<double> ProbeSummary::mean_errors() const {
+  std::vector<double> means = error_sums;
+  for (double& m : means) m /= static_cast<double>(std::max<uint64_t>(rows, 1));
+  return means;
+}
+
+std::string ProbeSummary::describe() const {
+  if (rows == 0) {
+    return "layer probes unavailable: " + (unavailable.empty() ? "none compared" : unavailable);
+  }
+  const std::vector<double> means = mean_errors();
+  if (const auto first = first_divergent_point(means)) {
+    return fmt::format(
+        "first divergence from the contract: {} (mean relative error {:.4f} over {} rows, "
+        "tolerance {:.4f}; {:.4f} before it)",
+        probe_point_name(*first), means[*first], rows, probe_tolerance(*first),
+        *first == 0 ? 0.0 : means[*first - 1]);
+  }
+  return fmt::format(
+      "the residual stream agrees with the contract after every layer (mean relative error at "
+      "most {:.4f} over {} rows): the divergence comes after the last layer (final norm, "
+      "lm_head, logits output)",
+      *std::max_element(means.begin(), means.end()), rows);
+}
+
+std::string probe_point_name(size_t point) {
+  if (point == 0) return "embedding";
+  return fmt::format("layer {} {}", (point - 1) / 2, point % 2 == 1 ? "attention" : "MLP");
+}
+
 uint32_t kv_tokens_for(const calbin::GoldenCase& golden, uint32_t context) {
   return std::min(context, golden.prompt_len + std::max(golden.decode_steps, 1u));
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +55,30 @@ ContractComparison compare_contract(std::span<const float> logits, std::span<con
 // The golden case's contract row for the token of 0-based sequence index `index`; empty when
 // the golden set has none there (a set without a contract reference has none at all).
 std::span<const float> contract_row(const calbin::GoldenCase& golden, size_t vocab, uint64_t index);
+
+// Layer probes (CALRT_EXT_PROBE) against the contract reference's: the relative error
+// ||device - contract|| / ||contract|| at each point, and where a run's mean error first
+// exceeds its point's tolerance. The FP32-order noise grows faster than linearly with depth
+// (clean means 0, 5e-5, 2e-4, 5e-4, 1.8e-3 at the tiny model's five points), so the
+// tolerance of point p is 0.0005 p^2 (runner/README.md, "First divergent layer").
+double probe_tolerance(size_t point);
+double relative_error(std::span<const float> device, std::span<const float> contract);
+std::optional<size_t> first_divergent_point(const std::vector<double>& mean_errors);
+// "embedding", "layer 0 attention", "layer 0 MLP", ... (abi/calrt_ext.h, CALRT_EXT_PROBE).
+std::string probe_point_name(size_t point);
+
+// Per-point sums of the relative errors over the rows that had probes on both sides.
+struct ProbeSummary {
+  std::vector<double> error_sums;
+  uint64_t rows = 0;
+  std::string unavailable;  // why there are none, when rows == 0
+
+  void add(const std::vector<double>& errors);
+  void merge(const ProbeSummary& other);
+  std::vector<double> mean_errors() const;
+  // One sentence: the first point beyond its tolerance, or that every layer agrees.
+  std::string describe() const;
+};
 
 // The logits of the prompt's last position against golden.prefill_logits.
 Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCase& golden,

@@ -16,6 +16,7 @@ enum class RunnerBug {
   past_kv,   // decode sets past_kv_cur_seq_len one too high
   position,  // decode feeds positions one too high
   stale_kv,  // after prefill, decode runs on a freshly allocated KV instead of the filled one
+  tile16,    // the logits are read as if the output tile were 16, whatever the calbin says
 };
 const char* to_string(RunnerBug bug);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "abi/calrt_ext.hpp"
 #include "runner/core/golden_compare.hpp"
 #include "runner/core/submission_inputs.hpp"
 #include "runner/core/tensor_io.hpp"
@@ -173,6 +174,10 @@ class CaseRunner {
   void compare_prefill(const std::vector<float>& logits);
   void compare_decode(const std::vector<float>& logits, uint32_t step);
   void check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase);
+  void read_probes(const calrt::Job& job);
+  // The relative error of the last job's probes at each point against the contract's for
+  // the row at `at`; empty when either side has none (the reason goes into r_.probes).
+  std::vector<double> probe_errors(size_t at);
   // Whether the golden greedy token is clear of its runner-up by more than the tie margin:
   // only then does a disagreement count against the device.
   bool decisive(const Comparison& c) const {
@@ -191,6 +196,10 @@ class CaseRunner {
   CasePhase phase_ = CasePhase::inputs;
   Submission last_;  // the submission in progress or last made
   bool have_submission_ = false;
+  // The last job's probes (CALRT_EXT_PROBE), [points][hidden]; empty when the runtime or the
+  // golden set has none.
+  std::vector<std::vector<float>> probes_;
+  std::string probes_error_;
 };
 
 std::optional<std::vector<float>> CaseRunner::submit(ModelIo& io, std::span<const int32_t> tokens,
@@ -260,12 +269,17 @@ std::optional<std::vector<float>> CaseRunner::run_job(ModelIo& io, CasePhase pha
   }
   r_.device_ms +=
       std::chrono::duration<double, std::milli>(status.end_time - status.start_time).count();
+  read_probes(job);
   last_.kv_fill_after = kv_.info().filled_tokens;
   last_.kv_info_after = true;
   check_kv_bookkeeping(phase);
   const Stopwatch readout;
   const calrt::Mapping map = io.output.map(io.logits_output, s_.timeout());
-  auto logits = read_row_f32(map.bytes(), io.logits());
+  calrt::TensorDesc layout = io.logits();
+  if (s_.options.bug == RunnerBug::tile16 && layout.tile_d0 != 0) {
+    layout.tile_d0 = 16;  // the injected defect: a runner that assumes the tiny calbin's tile
+  }
+  auto logits = read_row_f32(map.bytes(), layout);
   r_.readout_ms += readout.elapsed_ms();
   return logits;
 }
@@ -315,6 +329,48 @@ void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step)
   judge(CasePhase::decode, c);
 }
 
+void CaseRunner::read_probes(const calrt::Job& job) {
+  probes_.clear();
+  if (g_.contract_probes.empty() || !probes_error_.empty()) {
+    return;
+  }
+  const calrt::JobProbes probes = calrt::JobProbes::of(job);
+  if (!probes) {
+    probes_error_ = "the runtime offers no layer probes (CALRT_EXT_PROBE)";
+    return;
+  }
+  try {
+    probes_ = probes.read_all();
+  } catch (const calrt::Error& error) {
+    // Probes only explain a failure; a runtime that cannot give them fails nothing.
+    probes_error_ = std::string("Probe_Read failed: ") + error.what();
+  }
+}
+
+std::vector<double> CaseRunner::probe_errors(size_t at) {
+  const size_t points = g_.probe_points, width = g_.probe_width;
+  std::string why;
+  if (g_.contract_probes.empty()) {
+    why = "the golden set has no contract probes";
+  } else if (probes_.empty()) {
+    why = probes_error_.empty() ? "the device gave no probes" : probes_error_;
+  } else if (probes_.size() != points || probes_[0].size() != width) {
+    why = fmt::format("the device's probes are [{}][{}], the golden set's [{}][{}]", probes_.size(),
+                      probes_[0].size(), points, width);
+  }
+  if (!why.empty()) {
+    if (r_.probes.unavailable.empty()) r_.probes.unavailable = why;
+    return {};
+  }
+  const std::span<const float> golden(g_.contract_probes.data() + at * points * width,
+                                      points * width);
+  std::vector<double> errors;
+  for (size_t p = 0; p < points; ++p) {
+    errors.push_back(relative_error(probes_[p], golden.subspan(p * width, width)));
+  }
+  return errors;
+}
+
 // The device-contract gate, row by row: the contract reference computes exactly the numerics
 // the device declares, so anything beyond a few BF16 ULPs is a defect, however small next
 // to the quantisation noise the FP32 gates must allow.
@@ -325,12 +381,18 @@ void CaseRunner::check_contract(const std::vector<float>& logits, uint64_t index
   }
   const ContractComparison c = compare_contract(logits, row);
   r_.contract.add(c, row.size());
-  r_.comparisons.push_back({{"phase", "contract"},
-                            {"token", index},
-                            {"ulps", c.ulps},
-                            {"mean_ulps", c.mean_ulps},
-                            {"differing", c.differing},
-                            {"worst_id", c.worst_id}});
+  const auto at = static_cast<size_t>(
+      std::find(g_.contract_rows.begin(), g_.contract_rows.end(), static_cast<int32_t>(index)) -
+      g_.contract_rows.begin());
+  const std::vector<double> errors = probe_errors(at);
+  nlohmann::json entry{{"phase", "contract"},      {"token", index},
+                       {"ulps", c.ulps},           {"mean_ulps", c.mean_ulps},
+                       {"differing", c.differing}, {"worst_id", c.worst_id}};
+  if (!errors.empty()) {
+    entry["probe_errors"] = errors;
+    r_.probes.add(errors);
+  }
+  r_.comparisons.push_back(std::move(entry));
   const double limit = s_.options.thresholds.max_contract_ulps;
   if (!(c.ulps <= limit)) {
     fail(phase,

@@ -43,6 +43,7 @@ struct CaseResult {
   // Every comparison with golden, in order: the data the gates are calibrated on
   // (runner/README.md, "Calibration of the numeric gates").
   nlohmann::json comparisons = nlohmann::json::array();
+  ProbeSummary probes;  // layer probes against the contract's, over the contract rows
 
   nlohmann::json to_json() const;
 };

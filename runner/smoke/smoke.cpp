@@ -22,6 +22,8 @@ const char* to_string(RunnerBug bug) {
       return "position";
     case RunnerBug::stale_kv:
       return "stale-kv";
+    case RunnerBug::tile16:
+      return "tile16";
   }
   return "?";
 }
@@ -107,9 +109,17 @@ std::vector<std::string> summary_lines(const nlohmann::json& m) {
                 contract["mean"]["value"].get<double>(), verdict(contract["mean"]),
                 contract["rows"].get<uint64_t>(), contract["differing_logits"].get<uint64_t>(),
                 contract["logits"].get<uint64_t>())
-          : std::string(
-                "contract error         not available (the golden set has no "
-                "device-contract rows)");
+          : std::string(contract.value("in_golden", false)
+                            ? "contract error         not compared (no job's logits reached "
+                              "the comparison)"
+                            : "contract error         not available (the golden set has no "
+                              "device-contract rows)");
+  if (m["compared"].get<uint64_t>() == 0) {
+    // Gates over nothing pass vacuously; saying "ok" would read as a measurement.
+    return {contract_line,
+            "golden comparisons     none made (every case failed before its "
+            "first comparison)"};
+  }
   return {
       contract_line,
       fmt::format("logits cosine min      {:.6f} {}", m["cosine_min"]["value"].get<double>(),

@@ -8,6 +8,7 @@ namespace {
 RunnerBug parse_bug(const std::string& text) {
   if (text == "past-kv") return RunnerBug::past_kv;
   if (text == "position") return RunnerBug::position;
+  if (text == "tile16") return RunnerBug::tile16;
   return text == "stale-kv" ? RunnerBug::stale_kv : RunnerBug::none;
 }
 
@@ -77,9 +78,9 @@ class SmokeCommand : public Command {
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     app.add_option("--inject-runner-bug", bug_,
-                   "TEST ONLY: make the runner itself wrong (past-kv, position or stale-kv) to "
-                   "prove the smoke catches and diagnoses it")
-        ->check(CLI::IsMember({"past-kv", "position", "stale-kv"}))
+                   "TEST ONLY: make the runner itself wrong (past-kv, position, stale-kv or "
+                   "tile16) to prove the smoke catches and diagnoses it")
+        ->check(CLI::IsMember({"past-kv", "position", "stale-kv", "tile16"}))
         ->group("Test-only options");
     app.footer(kDeviceExitCodes);
   }

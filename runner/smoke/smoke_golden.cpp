@@ -16,6 +16,7 @@ struct GoldenTotals {
   MetricSummary prefill;
   MetricSummary decode;
   ContractSummary contract;
+  ProbeSummary probes;
   uint64_t deterministic = 0;
   uint64_t free_agreed = 0;
   uint64_t free_total = 0;
@@ -186,6 +187,7 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     totals.prefill.merge(r.prefill);
     totals.decode.merge(r.decode);
     totals.contract.merge(r.contract);
+    totals.probes.merge(r.probes);
     totals.deterministic += r.deterministic ? 1 : 0;
     totals.free_agreed += r.free_agreed;
     totals.free_total += r.free_total;
@@ -216,6 +218,23 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     }
   }
   metrics = metrics_json(totals, t, case_names.size());
+  bool golden_has_contract = false;
+  for (size_t i = 0; i < s.inputs.case_indices.size(); ++i) {
+    golden_has_contract |= !s.inputs.golden_case(i).contract_rows.empty();
+  }
+  metrics["contract"]["in_golden"] = golden_has_contract;
+  // Where the numerics first leave the contract, for whichever numeric step failed: the
+  // run-level means over every contract row, where a systematic defect stands out of noise.
+  if (totals.contract.rows > 0) {
+    const std::string where = totals.probes.describe();
+    metrics["contract"]["localisation"] = where;
+    metrics["contract"]["probe_mean_errors"] = totals.probes.mean_errors();
+    for (size_t p = 1; p < kCasePhases; ++p) {
+      if (!steps[p].passed()) {
+        steps[p].diagnosis.push_back("numerics: " + where);
+      }
+    }
+  }
   return {steps.begin(), steps.end()};
 }
 

@@ -42,6 +42,10 @@ struct Job {
   TensorBytes input_at_submit;
   TensorBytes output_at_submit;
   TensorBytes staged_outputs;  // results in device memory, copied out by the output DMA
+  // The last token's residual stream at the CALRT_EXT_PROBE points, [points][probe_width];
+  // empty unless the job ran a functional step.
+  std::vector<float> probes;
+  size_t probe_width = 0;
 
   CalrtJobState state = CALRT_JOB_SUBMITTED;
   CalrtCode code = CALRT_OK;

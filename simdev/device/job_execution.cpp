@@ -131,7 +131,7 @@ Status write_logits(const calbin::Model& model, TensorBytes& output,
 
 Status run_functional(CalbinImage& image, const calbin::Model& model, const TensorBytes& input,
                       TensorBytes& output, KvHandle& kv, const StepPlan& plan,
-                      NumericsMutant mutant) {
+                      NumericsMutant mutant, std::vector<float>& probes) {
   auto tokens = read_int32(model, input, calbin::TensorRole::kToken, "tokens", plan.cur);
   if (!tokens) {
     return tl::unexpected(tokens.error());
@@ -146,7 +146,7 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
   kv.store.reserve_slots(plan.past + plan.cur);
   const StepRequest request{*tokens, *positions, plan.past, mutant};
   const std::vector<float> logits =
-      run_step(*image.dims, image.weights, kv.store, image.scratch, request);
+      run_step(*image.dims, image.weights, kv.store, image.scratch, request, &probes);
   return write_logits(model, output, logits);
 }
 
@@ -165,6 +165,8 @@ Status Device::begin_compute(Job& job) {
   CalbinImage& image = *calbins_.find(job.calbin);
   const calbin::Model& model = image.manifest.models[job.model_index];
   job.staged_outputs.clear();
+  job.probes.clear();
+  job.probe_width = 0;
   for (const auto& tensor : job.output_at_submit) {
     job.staged_outputs.emplace_back(tensor.size(), uint8_t{0});
   }
@@ -179,10 +181,11 @@ Status Device::begin_compute(Job& job) {
   }
   if (image.functional()) {
     if (auto ran = run_functional(image, model, job.input_at_submit, job.staged_outputs, *kv, *plan,
-                                  config_.numerics_mutant);
+                                  config_.numerics_mutant, job.probes);
         !ran) {
       return ran;
     }
+    job.probe_width = image.dims->hidden;
   }
   kv->filled_tokens = std::max(kv->filled_tokens, plan->past + plan->cur);
   return {};

@@ -37,4 +37,22 @@ calbin::Result<calbin::Manifest> build_tiny(const GenOptions& options,
   return build_functional(tiny_config(), options, dir);
 }
 
+ModelConfig tiny_gqa_config() {
+  ModelConfig c = tiny_config();
+  c.calbin_version_prefix = "tiny-gqa";
+  c.prefill_model = "qwen3_tiny_gqa_prefill_c128";
+  c.decode_model = "qwen3_tiny_gqa_decode";
+  c.q_heads = 8;
+  c.kv_heads = 4;
+  c.head_dim = 16;
+  c.prefill_chunk = 128;
+  c.logits_tile_d0 = 32;
+  return c;
+}
+
+calbin::Result<calbin::Manifest> build_tiny_gqa(const GenOptions& options,
+                                                const std::filesystem::path& dir) {
+  return build_functional(tiny_gqa_config(), options, dir);
+}
+
 }  // namespace simdev::gen

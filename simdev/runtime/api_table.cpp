@@ -7,7 +7,10 @@ namespace {
 
 using namespace simdev::runtime;
 
-CALRT_DEFINE_RUNTIME_TABLE(kApi);
+constexpr CalrtProbeExtension kProbe = {{sizeof(CalrtProbeExtension), CALRT_EXT_PROBE, nullptr},
+                                        &probe_read};
+
+CALRT_DEFINE_RUNTIME_TABLE_THEN(kApi, &kProbe.base);
 
 }  // namespace
 

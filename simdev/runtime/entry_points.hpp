@@ -7,5 +7,7 @@
 namespace simdev::runtime {
 
 CALRT_DECLARE_RUNTIME_ENTRIES()
+// CALRT_EXT_PROBE, which only the simulator offers (after DIAG in its chain).
+CalrtError* probe_read(Calrt_Probe_Read_Args* args);
 
 }  // namespace simdev::runtime

@@ -276,6 +276,33 @@ TEST(GoldenContract, RowsWithoutLogitsAreRefused) {
   EXPECT_NE(error.message.find("come together"), std::string::npos) << error.message;
 }
 
+TEST(GoldenContract, ProbesRoundTripWithTheirShape) {
+  TempDir dir;
+  GoldenSet set = contract_set();
+  GoldenCase& c = set.cases[1];
+  c.probe_points = 3;
+  c.probe_width = 4;
+  for (size_t i = 0; i < c.contract_rows.size() * 3 * 4; ++i) {
+    c.contract_probes.push_back(static_cast<float>(i) * 0.25f);
+  }
+  ASSERT_TRUE(write_golden(dir.path(), set));
+  const Result<GoldenSet> read = read_golden(dir.path());
+  ASSERT_TRUE(read) << read.error().to_string();
+  EXPECT_EQ(read->cases[1].contract_probes, c.contract_probes);
+  EXPECT_EQ(read->cases[1].probe_points, 3u);
+  EXPECT_EQ(read->cases[1].probe_width, 4u);
+  EXPECT_TRUE(read->cases[0].contract_probes.empty());
+
+  ASSERT_TRUE(write_npy_f32(dir / "len17.contract_probes.npy", {5, 3, 4},
+                            std::vector<float>(5 * 3 * 4, 0.0f)));
+  const Result<GoldenSet> wrong = read_golden(dir.path());
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().field, "cases[1].contract_probes");
+  EXPECT_NE(wrong.error().message.find("shape [5, 3, 4] but the case needs [6, points, hidden]"),
+            std::string::npos)
+      << wrong.error().message;
+}
+
 TEST(GoldenContract, WriterRefusesRowsOutOfOrder) {
   TempDir dir;
   GoldenSet set = contract_set();

@@ -33,7 +33,8 @@ Status validate_tokens(std::span<const int32_t> tokens, size_t vocab) {
 }
 
 std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
-                            std::vector<ChipScratch>& scratch, const StepRequest& request) {
+                            std::vector<ChipScratch>& scratch, const StepRequest& request,
+                            std::vector<float>* probes) {
   const size_t rows = request.tokens.size();
   const size_t hidden = dims.hidden;
   std::vector<float> x(rows * hidden);
@@ -49,6 +50,14 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
   }
   std::vector<std::vector<float>> partials(chips.size(), std::vector<float>(rows * hidden));
   size_t live_rows = rows;  // rows whose residual stream is still needed
+  auto probe = [&] {
+    if (probes != nullptr) {
+      const float* last_row = &x[(live_rows - 1) * hidden];
+      probes->insert(probes->end(), last_row, last_row + hidden);
+    }
+  };
+  if (probes != nullptr) probes->clear();
+  probe();
   for (size_t layer = 0; layer < dims.layers; ++layer) {
     // Only the last token's logits are returned, so after the last layer's KV is stored
     // the other rows need no attention or MLP.
@@ -62,10 +71,12 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
       live_rows = rows - first_active;
     }
     all_reduce_into(partials, live_rows * hidden, x.data());
+    probe();
     for (size_t c = 0; c < chiplets.size(); ++c) {
       chiplets[c].mlp(layer, x.data(), live_rows, partials[c].data());
     }
     all_reduce_into(partials, live_rows * hidden, x.data());
+    probe();
   }
   const float* last = &x[(live_rows - 1) * hidden];
   std::vector<float> logits(dims.vocab);

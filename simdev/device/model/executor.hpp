@@ -28,8 +28,11 @@ Status validate_tokens(std::span<const int32_t> tokens, size_t vocab);
 
 // Computes the step and returns the FP32 logits [vocab] of the last token. The caller has
 // validated the request and backed KV slots [0, past + tokens) in kv. scratch holds one
-// working area per chip (resized here) and is reused by the caller's next step.
+// working area per chip (resized here) and is reused by the caller's next step. `probes`,
+// when given, receives the last token's residual stream at the CALRT_EXT_PROBE points
+// (abi/calrt_ext.h): [2 * layers + 1][hidden].
 std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
-                            std::vector<ChipScratch>& scratch, const StepRequest& request);
+                            std::vector<ChipScratch>& scratch, const StepRequest& request,
+                            std::vector<float>* probes = nullptr);
 
 }  // namespace simdev

@@ -191,8 +191,9 @@ std::vector<float> bf16_rounded(std::span<const float> values) {
 }
 
 // One token through one layer; its K and V go to `slot` of `kv` (the layer's KV heads).
+// `probes`, when given, receives x after the attention and after the MLP.
 void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position, size_t slot,
-                ref::KvHead* kv, const ModelConfig& c) {
+                ref::KvHead* kv, const ModelConfig& c, std::vector<float>* probes) {
   const size_t d = c.head_dim;
   std::vector<float> h(x.size());
   ref::rmsnorm(x, w.attn_norm, c.rms_eps, h);
@@ -212,6 +213,7 @@ void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position,
                 std::span(attended).subspan(head * d, d));
   }
   columns_product_into(attended, w.o_proj, c.chips, x);
+  if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
   ref::rmsnorm(x, w.ffn_norm, c.rms_eps, h);
   std::vector<float> gate = rows_product(h, w.gate_proj);
   const std::vector<float> up = rows_product(h, w.up_proj);
@@ -219,6 +221,7 @@ void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position,
     gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
   }
   columns_product_into(gate, w.down_proj, c.chips, x);
+  if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
 }
 
 }  // namespace
@@ -244,8 +247,11 @@ calbin::Result<std::vector<float>> Session::forward(std::span<const int32_t> tok
     }
     const float* row = p.embedding.values.data() + size_t(tokens[t]) * c.hidden;
     x.assign(row, row + c.hidden);
+    // Only the last token's probes are kept, as a device reports them.
+    std::vector<float>* probes = t + 1 == tokens.size() ? &probes_ : nullptr;
+    if (probes != nullptr) probes->assign(x.begin(), x.end());
     for (size_t l = 0; l < c.layers; ++l) {
-      layer_step(p.layers[l], x, positions[t], kv_length_, &kv_[l * c.kv_heads], c);
+      layer_step(p.layers[l], x, positions[t], kv_length_, &kv_[l * c.kv_heads], c, probes);
     }
     ++kv_length_;
   }

@@ -42,9 +42,14 @@ class Session {
   calbin::Result<std::vector<float>> forward(std::span<const int32_t> tokens,
                                              std::span<const int32_t> positions);
   size_t kv_length() const { return kv_length_; }
+  // The last token's residual stream at the CALRT_EXT_PROBE points of the last forward call
+  // (abi/calrt_ext.h): [2 * layers + 1][hidden], the embedding row, then after each layer's
+  // attention and after its MLP.
+  const std::vector<float>& probes() const { return probes_; }
 
  private:
   std::shared_ptr<const Prepared> prepared_;
+  std::vector<float> probes_;
   std::vector<ref::KvHead> kv_;  // [layer * kv_heads + head], values already rounded to BF16
   size_t kv_length_ = 0;
 };

@@ -130,11 +130,19 @@ calbin::Result<void> add_contract_rows(const contract::Model& model,
   const size_t chunk = model.config().prefill_chunk;
   const std::vector<int32_t>& tokens = chain.back().tokens;
   contract::Session prefix(model);
-  std::map<int32_t, std::vector<float>> ends;  // token index -> logits, where a chunk ends
-  auto add_row = [](calbin::GoldenCase& out, size_t index, const std::vector<float>& logits) {
-    out.contract_rows.push_back(static_cast<int32_t>(index));
-    out.contract_logits.insert(out.contract_logits.end(), logits.begin(), logits.end());
+  const ModelConfig& c = model.config();
+  struct Row {
+    std::vector<float> logits;
+    std::vector<float> probes;
   };
+  auto add_row = [&c](calbin::GoldenCase& out, size_t index, const Row& row) {
+    out.contract_rows.push_back(static_cast<int32_t>(index));
+    out.contract_logits.insert(out.contract_logits.end(), row.logits.begin(), row.logits.end());
+    out.contract_probes.insert(out.contract_probes.end(), row.probes.begin(), row.probes.end());
+    out.probe_points = 2 * c.layers + 1;
+    out.probe_width = c.hidden;
+  };
+  std::map<int32_t, Row> ends;  // token index -> its row, where a chunk ends
   for (calbin::GoldenCase& out : chain) {
     // The prompt goes in pieces that end at every chunk boundary and at the prompt's end.
     while (prefix.kv_length() < out.prompt_len) {
@@ -146,7 +154,7 @@ calbin::Result<void> add_contract_rows(const contract::Model& model,
       if (!logits) {
         return tl::unexpected(logits.error());
       }
-      ends[static_cast<int32_t>(end - 1)] = std::move(*logits);
+      ends[static_cast<int32_t>(end - 1)] = Row{std::move(*logits), prefix.probes()};
     }
     for (size_t index = chunk - 1; index + 1 < out.prompt_len; index += chunk) {
       add_row(out, index, ends.at(static_cast<int32_t>(index)));
@@ -160,7 +168,7 @@ calbin::Result<void> add_contract_rows(const contract::Model& model,
       if (!logits) {
         return tl::unexpected(logits.error());
       }
-      add_row(out, out.prompt_len + s, *logits);
+      add_row(out, out.prompt_len + s, Row{std::move(*logits), decode.probes()});
     }
   }
   return {};

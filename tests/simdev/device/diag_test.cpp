@@ -1,8 +1,10 @@
 // The diag extension: the state hash (equal for equal call sequences, different for any one
 // difference in the device's state) and the hang report (what it lists after a run and
-// after a hang), through the C ABI and the C++ wrapper.
+// after a hang), through the C ABI and the C++ wrapper; and the probe extension, whose layer
+// boundaries the smoke uses to name the first divergent layer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -366,6 +368,103 @@ TEST(DiagExtension, TheWrapperReturnsWhatTheCAbiDoes) {
   const std::string text = wrapper.report();
   EXPECT_EQ(Json::parse(text), report(device.get()));
   EXPECT_EQ(Json::parse(text)["device"]["state"], "OPEN");
+}
+
+const CalrtProbeExtension& probe() {
+  static const auto* ext = reinterpret_cast<const CalrtProbeExtension*>(calrt::find_extension(
+      calrt::Api(&api()), CALRT_EXT_PROBE, CALRT_PROBE_EXTENSION_STRUCT_SIZE));
+  EXPECT_NE(ext, nullptr) << "the simulator offers no probe extension";
+  return *ext;
+}
+
+ApiError probe_read(CalrtJob* job, uint32_t point, float* values, size_t capacity,
+                    Calrt_Probe_Read_Args* out = nullptr) {
+  auto args = calrt::detail::make_args<Calrt_Probe_Read_Args>();
+  args.job = job;
+  args.point = point;
+  args.values = values;
+  args.capacity = capacity;
+  const ApiError error = take(probe().Probe_Read(&args));
+  if (out != nullptr) *out = args;
+  return error;
+}
+
+// A decode job of token 8 at position 3 after a three-token prefill, not yet waited for.
+CalrtJob* decode_after_prefill(Session& s) {
+  EXPECT_EQ(s.prefill({5, 6, 7}).state, CALRT_JOB_COMPLETED);
+  write_tokens(s.decode_in, {8});
+  edit_tensor(s.decode_in, 1, [](uint8_t* data, uint64_t size) {
+    const int32_t position = 3;
+    std::memset(data, 0, size);
+    std::memcpy(data, &position, sizeof position);
+  });
+  set_csr(s.decode_in, 0, 1);
+  set_csr(s.decode_in, 1, 3);
+  return submit_decode(s);
+}
+
+TEST(Probes, ACompletedJobGivesTheResidualStreamAtEveryLayerBoundary) {
+  Session s;
+  CalrtJob* job = decode_after_prefill(s);
+  ASSERT_EQ(wait(job, CALRT_TIMEOUT_DEFAULT).code, CALRT_OK);
+  Calrt_Probe_Read_Args shape{};
+  ASSERT_EQ(probe_read(job, 0, nullptr, 0, &shape).code, CALRT_OK);
+  EXPECT_EQ(shape.points, 5u);  // the tiny model: embedding + 2 layers x (attention, MLP)
+  EXPECT_EQ(shape.count, 128u);
+  std::vector<std::vector<float>> points;
+  for (uint32_t p = 0; p < shape.points; ++p) {
+    points.emplace_back(shape.count, 0.0f);
+    ASSERT_EQ(probe_read(job, p, points.back().data(), points.back().size()).code, CALRT_OK);
+    for (const float v : points.back()) ASSERT_TRUE(std::isfinite(v)) << "point " << p;
+    if (p > 0) EXPECT_NE(points[p], points[p - 1]) << "point " << p << " changed nothing";
+  }
+  // The C++ wrapper reads the same.
+  const calrt::Job wrapped(job, {calrt::Api(&api())});
+  EXPECT_EQ(calrt::JobProbes::of(wrapped).read_all(), points);
+}
+
+TEST(Probes, TheSameTokenGivesTheSameEmbeddingRow) {
+  Session s;
+  CalrtJob* first = decode_after_prefill(s);
+  ASSERT_EQ(wait(first, CALRT_TIMEOUT_DEFAULT).code, CALRT_OK);
+  std::vector<float> a(128), b(128);
+  ASSERT_EQ(probe_read(first, 0, a.data(), a.size()).code, CALRT_OK);
+  set_csr(s.decode_in, 1, 4);  // the same token one position later
+  CalrtJob* second = submit_decode(s);
+  ASSERT_EQ(wait(second, CALRT_TIMEOUT_DEFAULT).code, CALRT_OK);
+  ASSERT_EQ(probe_read(second, 0, b.data(), b.size()).code, CALRT_OK);
+  EXPECT_EQ(a, b) << "the embedding does not depend on the position";
+  std::vector<float> a_last(128), b_last(128);
+  ASSERT_EQ(probe_read(first, 4, a_last.data(), a_last.size()).code, CALRT_OK);
+  ASSERT_EQ(probe_read(second, 4, b_last.data(), b_last.size()).code, CALRT_OK);
+  EXPECT_NE(a_last, b_last) << "the last layer sees the position through RoPE and the KV";
+}
+
+TEST(Probes, RefusedBeforeTheJobCompletes) {
+  Session s;
+  CalrtJob* job = decode_after_prefill(s);
+  float value = 0.0f;
+  const ApiError error = probe_read(job, 0, &value, 1);
+  EXPECT_EQ(error.code, CALRT_WRONG_STATE);
+  EXPECT_NE(error.message.find("has not completed"), std::string::npos) << error.message;
+  ASSERT_EQ(wait(job, CALRT_TIMEOUT_DEFAULT).code, CALRT_OK);
+}
+
+TEST(Probes, BadArgumentsAreNamedAndAShortBufferIsLeftAlone) {
+  Session s;
+  CalrtJob* job = decode_after_prefill(s);
+  ASSERT_EQ(wait(job, CALRT_TIMEOUT_DEFAULT).code, CALRT_OK);
+  ApiError error = probe_read(job, 5, nullptr, 0);
+  EXPECT_EQ(error.code, CALRT_INVALID_ARGUMENT);
+  EXPECT_NE(error.message.find("point 5 of 5"), std::string::npos) << error.message;
+  error = probe_read(job, 0, nullptr, 16);
+  EXPECT_EQ(error.code, CALRT_INVALID_ARGUMENT);
+  EXPECT_NE(error.message.find("values is NULL with capacity 16"), std::string::npos);
+  std::vector<float> short_buffer(16, -7.0f);
+  Calrt_Probe_Read_Args args{};
+  ASSERT_EQ(probe_read(job, 1, short_buffer.data(), short_buffer.size(), &args).code, CALRT_OK);
+  EXPECT_EQ(args.count, 128u);
+  EXPECT_EQ(short_buffer, std::vector<float>(16, -7.0f)) << "all or nothing";
 }
 
 }  // namespace
