@@ -98,6 +98,16 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand("serve", "serve the simulated device over a socket");
   serve->add_option("--socket", serve_options.socket_path, "Unix socket path (created 0600)")
       ->required();
+  serve
+      ->add_option("--allow-uid", serve_options.allow_uids,
+                   "another uid that may connect through the socket (repeatable; the socket "
+                   "becomes 0666 and the kernel's peer credentials decide)")
+      ->check(CLI::Range(0u, 4294967294u));
+  serve
+      ->add_option("--allow-gid", serve_options.allow_gids,
+                   "a group whose members (by primary group) may connect (repeatable; the "
+                   "socket becomes 0660 with the first one as its group)")
+      ->check(CLI::Range(0u, 4294967294u));
   CLI::Option* tcp_option =
       serve->add_option("--tcp", tcp_port, "also listen on 127.0.0.1:PORT (0: any free port)")
           ->check(CLI::Range(0, 65535));

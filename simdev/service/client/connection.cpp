@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace simdev::service::client {
 namespace {
@@ -28,6 +30,42 @@ int ms_until(Clock::time_point deadline) {
 }
 
 std::string errno_text(int error) { return std::strerror(error); }
+
+// The process at the other end of a Unix socket must run as this process's uid, as root, or
+// as the uid in CALRT_DAEMON_UID: in a directory others can write, another user may have
+// taken the path first, and the hello (the client's name and config) would go to them. The
+// kernel's peer credentials are checked on the connected socket itself, so swapping the
+// file after the check changes nothing.
+Status check_daemon_owner(int fd, const std::string& endpoint) {
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer) {
+    return fail(CALRT_DEVICE_LOST,
+                "service endpoint " + endpoint +
+                    ": cannot read the listener's credentials: " + errno_text(errno));
+  }
+  const uid_t self = ::geteuid();
+  std::optional<uid_t> trusted;
+  if (const char* text = std::getenv("CALRT_DAEMON_UID"); text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(text, &end, 10);
+    if (*end != '\0' || value > 4294967294ul) {
+      return fail(CALRT_INVALID_ARGUMENT,
+                  std::string("CALRT_DAEMON_UID='") + text + "' is not a uid");
+    }
+    trusted = static_cast<uid_t>(value);
+  }
+  if (peer.uid == self || peer.uid == 0 || (trusted && peer.uid == *trusted)) {
+    return {};
+  }
+  // A request-class code: retrying until the connect timeout would not change the owner.
+  return fail(CALRT_INVALID_ARGUMENT,
+              "service endpoint " + endpoint + " is served by uid " + std::to_string(peer.uid) +
+                  " (pid " + std::to_string(peer.pid) + "), not by this user (uid " +
+                  std::to_string(self) +
+                  ") or root: refusing to talk to another user's listener (set "
+                  "CALRT_DAEMON_UID to trust that uid)");
+}
 
 // A connected socket (blocking), or the reason why not.
 Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadline) {
@@ -89,6 +127,12 @@ Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadli
     }
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (family == AF_UNIX) {
+    if (auto trusted = check_daemon_owner(fd, endpoint); !trusted) {
+      ::close(fd);
+      return tl::unexpected(trusted.error());
+    }
+  }
   if (family == AF_INET) {
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

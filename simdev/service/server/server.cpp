@@ -27,6 +27,7 @@
 #include "simdev/service/server/calbin_roots.hpp"
 #include "simdev/service/server/device_host.hpp"
 #include "simdev/service/server/lane.hpp"
+#include "simdev/service/server/peer_access.hpp"
 #include "simdev/service/server/session.hpp"
 
 namespace simdev::service::server {
@@ -133,13 +134,21 @@ class Server {
     std::error_code ec;
     unix_acceptor_.open(local(), ec);
     if (!ec) {
-      // Owner-only from the moment the file exists: the umask covers bind, chmod makes sure.
+      // Owner-only from the moment the file exists: the umask covers bind; the group and the
+      // wider modes that --allow-gid and --allow-uid ask for come after.
       const mode_t old_mask = ::umask(0177);
       unix_acceptor_.bind(local::endpoint(path), ec);
       ::umask(old_mask);
       if (!ec) socket_created_ = true;
     }
-    if (!ec && ::chmod(path.c_str(), 0600) != 0) {
+    if (!ec && !access_.gids.empty() &&
+        ::chown(path.c_str(), static_cast<uid_t>(-1), access_.gids.front()) != 0) {
+      ec = std::error_code(errno, std::generic_category());
+      return tl::unexpected("--socket " + path + ": cannot give it group " +
+                            std::to_string(access_.gids.front()) +
+                            " (--allow-gid): " + errno_text(ec));
+    }
+    if (!ec && ::chmod(path.c_str(), access_.socket_mode()) != 0) {
       ec = std::error_code(errno, std::generic_category());
     }
     if (!ec) unix_acceptor_.listen(asio::socket_base::max_listen_connections, ec);
@@ -212,7 +221,17 @@ class Server {
       if (aborted(ec) || shutting_down_) return;
       if (!ec) {
         accept_backoff_ = {};
-        admit(std::move(*socket), "unix");
+        const auto peer = peer_credentials(socket->native_handle());
+        const auto refusal =
+            peer ? access_.refusal(*peer) : std::optional<std::string>("no peer credentials");
+        if (refusal) {
+          // Closed before a byte is read: an unknown local user learns only that it may not.
+          spdlog::warn("unix connection refused: {}", *refusal);
+          std::error_code ignored;
+          socket->close(ignored);
+        } else {
+          admit(std::move(*socket), "unix");
+        }
         accept_unix();
         return;
       }
@@ -301,6 +320,7 @@ class Server {
   }
 
   ServerOptions options_;
+  PeerAccess access_{::geteuid(), options_.allow_uids, options_.allow_gids};
   asio::io_context io_;
   DeviceHost host_;
   Lane device_lane_{"device"};

@@ -28,6 +28,10 @@ struct ServerOptions {
   std::vector<std::string> calbin_roots;
   // How long a Calbin_Configure waits for a moment with no job in flight (quiet_point.hpp).
   uint32_t configure_wait_ms = 10000;
+  // Who besides the daemon's uid and root may connect through the Unix socket
+  // (peer_access.hpp).
+  std::vector<uint32_t> allow_uids;
+  std::vector<uint32_t> allow_gids;
 };
 
 // Runs the daemon until SIGTERM or SIGINT. Prints the listening lines to stdout when ready

@@ -8,7 +8,9 @@
 #include "tests/sanitized.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -764,6 +766,100 @@ TEST_F(DaemonTest, AFloodingSessionDoesNotStallAnother) {
   EXPECT_LT(spent_ms, kFlood * 10 / 2) << "the victim's call ran after " << spent_ms / 10
                                        << " of the " << kFlood << " flood requests";
   RecordProperty("flood_requests_before_victim", std::to_string(spent_ms / 10));
+}
+
+namespace {
+
+// What a process of another uid sees when it says hello through the daemon's socket:
+// "welcome", "closed" (the daemon hung up unanswered), or why it could not try. The child
+// uses syscalls only (the test process has threads), with the frame encoded beforehand, and
+// answers through its exit status; every wait is bounded.
+enum class PeerOutcome { welcome = 0, closed = 1, no_connect = 2, no_identity = 3, silent = 4 };
+
+PeerOutcome hello_as(const fs::path& socket, uid_t uid, gid_t gid) {
+  svc::Hello hello;
+  hello.client_name = "other-user";
+  const std::vector<uint8_t> frame =
+      svc::encode_frame(svc::MessageType::hello, 0, svc::encode_payload(hello));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
+      ::_exit(static_cast<int>(PeerOutcome::no_identity));
+    }
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::_exit(static_cast<int>(PeerOutcome::no_connect));
+    }
+    if (::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(frame.size())) {
+      ::_exit(static_cast<int>(PeerOutcome::closed));
+    }
+    // Frames until the welcome: keepalives are skipped, anything else ends the attempt.
+    for (int frames = 0; frames < 16; ++frames) {
+      uint8_t header[svc::kHeaderBytes];
+      pollfd pfd{fd, POLLIN, 0};
+      if (::poll(&pfd, 1, 10000) <= 0) ::_exit(static_cast<int>(PeerOutcome::silent));
+      if (::recv(fd, header, sizeof header, MSG_WAITALL) != static_cast<ssize_t>(sizeof header)) {
+        ::_exit(static_cast<int>(PeerOutcome::closed));
+      }
+      const auto type = static_cast<uint16_t>(header[4] | (header[5] << 8));  // little-endian
+      if (type == static_cast<uint16_t>(svc::MessageType::welcome)) {
+        ::_exit(static_cast<int>(PeerOutcome::welcome));
+      }
+      if (type != static_cast<uint16_t>(svc::MessageType::keepalive)) {
+        ::_exit(static_cast<int>(PeerOutcome::closed));
+      }
+    }
+    ::_exit(static_cast<int>(PeerOutcome::silent));
+  }
+  int status = 0;
+  for (int waited = 0; waited < 300; ++waited) {
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      return WIFEXITED(status) ? static_cast<PeerOutcome>(WEXITSTATUS(status))
+                               : PeerOutcome::silent;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  return PeerOutcome::silent;
+}
+
+}  // namespace
+
+// Peer credentials decide who may talk to the daemon, whatever the socket file's mode lets
+// through: with --allow-uid the socket is 0666, and a uid not on the list is hung up on
+// before it is answered.
+TEST_F(DaemonTest, PeerCredentialsDecideWhoMayConnect) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  start({"--allow-uid", "41000", "--allow-gid", "42000"});
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  struct stat st {};
+  ASSERT_EQ(::lstat(daemon_->socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u) << "--allow-uid opens the file; credentials decide";
+  EXPECT_EQ(st.st_gid, 42000u) << "the first --allow-gid is the socket's group";
+  EXPECT_EQ(hello_as(daemon_->socket(), 41000, 41000), PeerOutcome::welcome);
+  EXPECT_EQ(hello_as(daemon_->socket(), 43000, 42000), PeerOutcome::welcome) << "by group";
+  EXPECT_EQ(hello_as(daemon_->socket(), 65534, 65534), PeerOutcome::closed);
+  EXPECT_NE(daemon_->output().find("unix connection refused: peer pid"), std::string::npos)
+      << daemon_->output();
+  EXPECT_NE(daemon_->output().find("uid 65534 gid 65534 is neither the daemon's uid"),
+            std::string::npos)
+      << daemon_->output();
+  expect_alive();
+}
+
+// Without --allow-*, the socket stays 0600: another uid cannot even connect.
+TEST_F(DaemonTest, AnotherUidCannotConnectByDefault) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  start();
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  EXPECT_EQ(hello_as(daemon_->socket(), 65534, 65534), PeerOutcome::no_connect);
+  expect_alive();
 }
 
 TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
