@@ -120,6 +120,45 @@ void nev_bad_csr(ClauseContext& ctx) {
   }
 }
 
+// One out string of a raw call: the wrapper turns NULL into "" (string_or_empty), so a
+// runtime's NULL is only visible here.
+void require_string(const char* value, const std::string& what) {
+  require(value != nullptr, what + " is NULL");
+  require(std::memchr(value, '\0', 65536) != nullptr,
+          what + " has no NUL terminator within 64 KiB");
+}
+
+void nev_null_strings(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  auto status = args_of<Calrt_Device_Status_Args>();
+  status.device = f.device.get();
+  expect_code(CONF_CALL(ctx, Device_Status, status), CALRT_OK, "Device_Status");
+  require_string(status.runtime_version, "Device_Status runtime_version");
+  require_string(status.firmware_version, "Device_Status firmware_version");
+  require_string(status.driver_version, "Device_Status driver_version");
+  require_string(status.device_name, "Device_Status device_name");
+  auto info = args_of<Calrt_Calbin_GetInfo_Args>();
+  info.calbin = f.calbin.get();
+  expect_code(CONF_CALL(ctx, Calbin_GetInfo, info), CALRT_OK, "Calbin_GetInfo");
+  require_string(info.calbin_version, "Calbin_GetInfo calbin_version");
+  require_string(info.architecture, "Calbin_GetInfo architecture");
+  require_string(info.runtime_abi, "Calbin_GetInfo runtime_abi");
+  for (uint32_t m = 0; m < info.model_count; ++m) {
+    auto model = args_of<Calrt_Calbin_GetModel_Args>();
+    model.calbin = f.calbin.get();
+    model.model_index = m;
+    expect_code(CONF_CALL(ctx, Calbin_GetModel, model), CALRT_OK,
+                fmt::format("Calbin_GetModel({})", m));
+    require_string(model.name, fmt::format("Calbin_GetModel({}) name", m));
+  }
+  calrt::Job job = ctx.submit(f, f.prefill);
+  (void)ctx.wait_raw(job.get(), kClauseWaitNs);
+  auto job_status = args_of<Calrt_Job_Status_Args>();
+  job_status.job = job.get();
+  expect_code(CONF_CALL(ctx, Job_Status, job_status), CALRT_OK, "Job_Status");
+  require_string(job_status.message, "Job_Status message of a completed job");
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_nev() {
@@ -128,6 +167,7 @@ std::vector<Clause> clauses_nev() {
       {"NEV.2", "NEV", "no buffer reuse while in flight", nev_buffer_reuse},
       {"NEV.3", "NEV", "no abort on bad enums", nev_bad_enums},
       {"NEV.4", "NEV", "no hang on a bad CSR", nev_bad_csr},
+      {"NEV.5", "NEV", "no NULL out string", nev_null_strings},
   };
 }
 

@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -583,6 +585,30 @@ CalrtError* status_wrong_abi(Calrt_Device_Status_Args* args) {
   return error;
 }
 
+// status-null-firmware: Device_Status leaves firmware_version NULL, which the C++ wrapper
+// shows as "" and a C caller dereferences.
+CalrtError* status_null_firmware(Calrt_Device_Status_Args* args) {
+  CalrtError* error = sim().Device_Status(args);
+  if (error == nullptr) {
+    args->firmware_version = nullptr;
+  }
+  return error;
+}
+
+// error-destroy-leaks: Error_Destroy frees the first 2000 errors of a process and then no
+// more, a leak a short run never notices (the count restarts in each forked child).
+void error_destroy_leaks(Calrt_Error_Destroy_Args* args) {
+  static pid_t owner = 0;
+  static int destroyed = 0;
+  if (::getpid() != owner) {
+    owner = ::getpid();
+    destroyed = 0;
+  }
+  if (++destroyed <= 2000) {
+    sim().Error_Destroy(args);
+  }
+}
+
 // wait-state-unwritten: Job_Wait leaves its `state` out field as the caller set it.
 CalrtError* wait_state_unwritten(Calrt_Job_Wait_Args* args) {
   const CalrtJobState planted = args != nullptr ? args->state : CALRT_JOB_SUBMITTED;
@@ -663,6 +689,8 @@ void apply_configure_time_inflated(CalrtApi& table) {
 void apply_error_message_empty(CalrtApi& table) { table.Error_Message = &error_message_empty; }
 void apply_error_message_shared(CalrtApi& table) { table.Error_Message = &error_message_shared; }
 void apply_status_wrong_abi(CalrtApi& table) { table.Device_Status = &status_wrong_abi; }
+void apply_status_null_firmware(CalrtApi& table) { table.Device_Status = &status_null_firmware; }
+void apply_error_destroy_leaks(CalrtApi& table) { table.Error_Destroy = &error_destroy_leaks; }
 
 // ---------------------------------------------------------------------------------------
 // Mutations over the host's mappings: the mapping each (buffer, tensor) has, as handed out.
@@ -1285,6 +1313,11 @@ constexpr std::array kDefinitions = {
     Definition{{"configure-time-inflated",
                 "Calbin_Configure: reports a thousand times the device time it took"},
                &apply_configure_time_inflated},
+    Definition{{"status-null-firmware", "Device_Status: firmware_version left NULL"},
+               &apply_status_null_firmware},
+    Definition{{"error-destroy-leaks",
+                "Error_Destroy: frees the first 2000 errors of a process, then none"},
+               &apply_error_destroy_leaks},
     Definition{{"error-message-shared",
                 "Error_Message: every message in one shared buffer, so a message pointer shows "
                 "the last message read"},

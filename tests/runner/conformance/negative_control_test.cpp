@@ -109,6 +109,7 @@ const std::vector<Breaker>& breakers() {
       {"ERR.3", "error-message-empty"},
       {"ERR.4", "error-message-empty"},
       {"ERR.5", "error-message-shared"},
+      {"ERR.6", "error-destroy-leaks"},
       {"CAL.1", "model-fault-as-device"},
       {"CAL.2", "model-fault-as-device"},
       {"CAL.3", "info-wrong-vocab"},
@@ -163,6 +164,7 @@ const std::vector<Breaker>& breakers() {
       {"NEV.2", "buffer-reuse-completes"},
       {"NEV.3", "buffer-args-unchecked"},
       {"NEV.4", "job-request-fault-as-device"},
+      {"NEV.5", "status-null-firmware"},
   };
   return list;
 }
