@@ -52,9 +52,10 @@ struct ContractSummary {
 };
 
 ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row);
-// The golden case's contract row for the token of 0-based sequence index `index`; empty when
-// the golden set has none there (a set without a contract reference has none at all).
-std::span<const float> contract_row(const calbin::GoldenCase& golden, size_t vocab, uint64_t index);
+// The position, among the golden case's contract rows, of the row for the token of 0-based
+// sequence index `index`; nullopt when the golden set has none there (a set without a
+// contract reference has none at all).
+std::optional<size_t> contract_row_at(const calbin::GoldenCase& golden, uint64_t index);
 
 // Layer probes (CALRT_EXT_PROBE) against the contract reference's: the relative error
 // ||device - contract|| / ||contract|| at each point, and where a run's mean error first

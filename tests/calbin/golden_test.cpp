@@ -254,6 +254,23 @@ TEST(GoldenContract, RowsMustIncreaseAndStayInsideTheCase) {
       << error.message;
 }
 
+TEST(GoldenContract, RowsMustBeOneDimensionalAndStayInside) {
+  TempDir dir;
+  Error error = contract_error(dir, [&] {
+    ASSERT_TRUE(write_npy_i32(dir / "len17.contract_rows.npy", {2, 3}, {16, 17, 18, 19, 20, 21}));
+  });
+  EXPECT_EQ(error.field, "cases[1].contract_rows");
+  EXPECT_NE(error.message.find("shape [2, 3] but the rows are a 1-D array"), std::string::npos)
+      << error.message;
+  error = contract_error(dir, [&] {
+    nlohmann::json index = nlohmann::json::parse(testing::read_text(dir / "golden.json"));
+    index["cases"][1]["contract_probes"] = "../outside.npy";
+    testing::write_text(dir / "golden.json", index.dump());
+  });
+  EXPECT_EQ(error.field, "cases[1].contract_probes");
+  EXPECT_NE(error.message.find("\"../outside.npy\""), std::string::npos) << error.message;
+}
+
 TEST(GoldenContract, LogitsMustHaveARowPerContractRow) {
   TempDir dir;
   const Error error = contract_error(dir, [&] {

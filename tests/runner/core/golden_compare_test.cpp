@@ -42,12 +42,12 @@ TEST(ContractComparison, RowsOfDifferentLengthsAreAnError) {
 TEST(ContractRow, FoundByTokenIndexOnly) {
   calbin::GoldenCase g;
   g.contract_rows = {255, 300, 301};
-  g.contract_logits = {1, 1, 2, 2, 3, 3};  // vocab 2
-  EXPECT_EQ(contract_row(g, 2, 300)[0], 2.0f);
-  EXPECT_EQ(contract_row(g, 2, 301)[1], 3.0f);
-  EXPECT_TRUE(contract_row(g, 2, 299).empty());
-  EXPECT_TRUE(contract_row(g, 2, 1000).empty());
-  EXPECT_TRUE(contract_row(calbin::GoldenCase{}, 2, 0).empty());
+  EXPECT_EQ(contract_row_at(g, 255), 0u);
+  EXPECT_EQ(contract_row_at(g, 300), 1u);
+  EXPECT_EQ(contract_row_at(g, 301), 2u);
+  EXPECT_FALSE(contract_row_at(g, 299).has_value());
+  EXPECT_FALSE(contract_row_at(g, 1000).has_value());
+  EXPECT_FALSE(contract_row_at(calbin::GoldenCase{}, 0).has_value());
 }
 
 TEST(Probes, PointsAreNamedByLayerAndOp) {

@@ -348,7 +348,9 @@ TEST_F(StaticCommands, NonFiniteAndOutOfRangeNumbersAreUsageErrors) {
                        "17179869184"),
            std::string(
                "plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960 --params-gib -5"),
-           "smoke " + tiny + " --min-cosine nan", "smoke " + tiny + " --max-abs-error -1"}) {
+           "smoke " + tiny + " --min-cosine nan", "smoke " + tiny + " --max-abs-error -1",
+           "smoke " + tiny + " --max-contract-ulps -1",
+           "smoke " + tiny + " --max-contract-mean-ulps nan"}) {
     const CalrtRun run = run_calrt(args);
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
   }

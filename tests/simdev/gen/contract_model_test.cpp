@@ -113,6 +113,34 @@ TEST(CalbinWeights, OverlappingShardsAreRefused) {
   EXPECT_NE(error.find("overlap"), std::string::npos) << error;
 }
 
+TEST(CalbinWeights, AByteCountThatDisagreesWithTheShapeIsNamed) {
+  const fs::path dir = broken_copy("bytes");
+  calbin::Manifest m = manifest_of(dir);
+  entry(m, "layers.0.attn_norm").bytes += 2;
+  const std::string error = read_error(dir, m);
+  EXPECT_NE(error.find("layers.0.attn_norm"), std::string::npos) << error;
+  EXPECT_NE(error.find(".bytes"), std::string::npos) << error;
+}
+
+TEST(CalbinWeights, AShardRangeOutsideItsAxisIsNamed) {
+  const fs::path dir = broken_copy("range");
+  calbin::Manifest m = manifest_of(dir);
+  calbin::WeightTensor& second = entry(m, "lm_head", 1);
+  second.shard.end = second.shard.begin;  // empty range
+  const std::string error = read_error(dir, m);
+  EXPECT_NE(error.find("lm_head"), std::string::npos) << error;
+  EXPECT_NE(error.find("outside the axis"), std::string::npos) << error;
+}
+
+TEST(CalbinWeights, AnInt8TensorWithoutItsQuantSchemeIsRefused) {
+  const fs::path dir = broken_copy("scheme");
+  calbin::Manifest m = manifest_of(dir);
+  entry(m, "layers.1.mlp.up_proj", 0).quant.scheme = "none";
+  const std::string error = read_error(dir, m);
+  EXPECT_NE(error.find("layers.1.mlp.up_proj"), std::string::npos) << error;
+  EXPECT_NE(error.find("quant scheme \"none\" with dtype int8"), std::string::npos) << error;
+}
+
 TEST(CalbinWeights, AMissingShardLeavesAGapThatIsNamed) {
   const fs::path dir = broken_copy("gap");
   calbin::Manifest m = manifest_of(dir);
