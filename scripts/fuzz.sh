@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (in the clang sanitizer build, build-sanitize/) and runs each
-# for a bounded time.
+# Builds the libFuzzer targets (in the clang sanitizer build, build-sanitize/) and runs them
+# side by side, each for a bounded time (on two cores each target gets about two thirds of one).
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
 # Seeds: the tiny calbin's manifest (generated here), the tiny service manifest, and one
 # valid service protocol frame per message kind and call (written by protocol_fuzz_seeds). Findings
@@ -27,19 +27,34 @@ cp tests/calbin/acceptance/tiny-service.yaml "$corpus/service/tiny.yaml"
 
 run() {
   local target=$1 dir=$2
-  echo "fuzz: $target for ${seconds}s"
   local log="$build"/fuzz-findings/"$target".log status=0
   "$build"/tests/fuzz/"$target" "$dir" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -timeout=10 -max_len=262144 -print_final_stats=1 \
     -artifact_prefix="$build"/fuzz-findings/"$target"- >"$log" 2>&1 || status=$?
+  return "$status"
+}
+report() {
+  local target=$1 status=$2
+  local log="$build"/fuzz-findings/"$target".log
+  echo "fuzz: $target for ${seconds}s"
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb|ERROR|SUMMARY|Done" "$log" || true
   if ((status != 0)); then
     echo "fuzz: $target failed (exit $status); the reproducer is in $build/fuzz-findings/, the log in $log"
   fi
-  return "$status"
 }
+echo "fuzz: 3 targets side by side, ${seconds}s each"
+declare -A pids
+run manifest_fuzz "$corpus/manifest" &
+pids[manifest_fuzz]=$!
+run service_manifest_fuzz "$corpus/service" &
+pids[service_manifest_fuzz]=$!
+run protocol_fuzz "$corpus/protocol" &
+pids[protocol_fuzz]=$!
 failed=0
-run manifest_fuzz "$corpus/manifest" || failed=1
-run service_manifest_fuzz "$corpus/service" || failed=1
-run protocol_fuzz "$corpus/protocol" || failed=1
+for target in manifest_fuzz service_manifest_fuzz protocol_fuzz; do
+  status=0
+  wait "${pids[$target]}" || status=$?
+  report "$target" "$status"
+  ((status == 0)) || failed=1
+done
 exit "$failed"
