@@ -18,6 +18,7 @@
  * Errors: every call that can fail returns a CalrtError*, NULL on success. The caller owns
  * a returned error and releases it with Error_Destroy. Each error has a code, and each code
  * belongs to exactly one fault class (request, model, device), encoded in its high byte.
+ * Codes may be added in any release; a caller treats a code it does not know by its class.
  * Messages name the object and the value that was wrong.
  *
  * Time: every call that can wait takes `timeout_ns`. CALRT_TIMEOUT_DEFAULT (0) means the
@@ -106,6 +107,15 @@ typedef enum CalrtCode {
    * Buffer_Unmap); the job's result cannot be trusted. Runtimes that can detect it (the
    * simulator) fail the job with this code. */
   CALRT_BUFFER_REUSE = 0x10B,
+  /* The caller may not make this call on a device it shares with others: a device-wide
+   * operation (reset, parallel mode, fault plan) from a client without the control role of
+   * the process that owns the device (a service daemon). A runtime that serves one process
+   * never returns it. */
+  CALRT_PERMISSION_DENIED = 0x10C,
+  /* The job was ended by a device-wide operation of another client of a shared device (a
+   * reset), not by anything its own process did. Job_Status reports it for a job left
+   * CANCELLED that way; the job's results are not valid. */
+  CALRT_PREEMPTED = 0x10D,
 
   /* Model class (0x2xx). */
   CALRT_CALBIN_INVALID = 0x201,       /* the calbin is missing, malformed or fails a hash */

@@ -19,7 +19,8 @@
 namespace simdev::service {
 
 inline constexpr uint32_t kHelloMagic = 0x4352534d;  // "MSRC" on the wire: CalRT service
-inline constexpr uint16_t kProtocolMajor = 1;
+// 2: hello carries a token, welcome the session's role (PROTOCOL.md, "Security model").
+inline constexpr uint16_t kProtocolMajor = 2;
 inline constexpr uint16_t kProtocolMinor = 0;
 // The code of a refusal for another protocol major or ABI major (PROTOCOL.md's
 // ABI_MISMATCH): calrt.h has no code of that name, and UNIMPLEMENTED is what a runtime
@@ -106,11 +107,14 @@ struct Hello {
   uint32_t abi_minor = CALRT_ABI_MINOR;
   std::string client_name;  // e.g. "calrt smoke", for the daemon's log
   uint32_t client_pid = 0;
+  // The daemon's --token-file secret on TCP; empty on a Unix socket, where the kernel's peer
+  // credentials say who the client is.
+  std::string token;
   template <class V>
   void visit(V& v) {
     v("magic", magic), v("protocol_major", protocol_major), v("protocol_minor", protocol_minor);
     v("abi_major", abi_major), v("abi_minor", abi_minor), v("client_name", client_name);
-    v("client_pid", client_pid);
+    v("client_pid", client_pid), v("token", token);
   }
 };
 
@@ -122,12 +126,15 @@ struct Welcome {
   uint32_t keepalive_ms = 0;
   uint32_t max_clients = 0;
   std::string server_version;
+  // 1: the session holds the control role and may make device-wide calls (Device_Reset,
+  // Device_SetParallelMode, Fault_SetPlan); 0: those answer PERMISSION_DENIED.
+  uint32_t control = 0;
   template <class V>
   void visit(V& v) {
     v("protocol_major", protocol_major), v("protocol_minor", protocol_minor);
     v("abi_major", abi_major), v("abi_minor", abi_minor), v("abi_patch", abi_patch);
     v("session_id", session_id), v("keepalive_ms", keepalive_ms);
-    v("max_clients", max_clients), v("server_version", server_version);
+    v("max_clients", max_clients), v("server_version", server_version), v("control", control);
   }
 };
 

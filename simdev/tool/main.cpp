@@ -1,6 +1,8 @@
 // `simdev`: the simulated device's own tool. main only parses arguments and dispatches.
 // Exit codes, as calrt's: 0 done, 1 the work failed, 2 usage or bad input. Logs and errors go
 // to stderr; stdout carries only what scripts read (the preset list, serve's listening lines).
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -108,9 +110,23 @@ int main(int argc, char** argv) {
                    "a group whose members (by primary group) may connect (repeatable; the "
                    "socket becomes 0660 with the first one as its group)")
       ->check(CLI::Range(0u, 4294967294u));
+  serve
+      ->add_option("--control-uid", serve_options.control_uids,
+                   "a uid that may connect and make device-wide calls (reset, parallel mode, "
+                   "fault plan) like the daemon's own uid and root (repeatable)")
+      ->check(CLI::Range(0u, 4294967294u));
   CLI::Option* tcp_option =
-      serve->add_option("--tcp", tcp_port, "also listen on 127.0.0.1:PORT (0: any free port)")
+      serve
+          ->add_option("--tcp", tcp_port,
+                       "also listen on 127.0.0.1:PORT (0: any free port); needs --token-file")
           ->check(CLI::Range(0, 65535));
+  serve
+      ->add_option("--token-file", serve_options.token_file,
+                   "the secret TCP clients must send (their CALRT_TOKEN_FILE): a 0600 file of "
+                   "this uid, at least 16 characters on its first line")
+      ->needs(tcp_option);
+  serve->add_flag("--allow-root", serve_options.allow_root,
+                  "run even as root (root reads every file a client names under the roots)");
   serve->add_option("--device-config", serve_options.device_config,
                     "Device_Create config under every client's keys");
   serve->add_option("--max-clients", serve_options.max_clients, "concurrent clients")
@@ -173,7 +189,22 @@ int main(int argc, char** argv) {
           serve_options.max_connections, serve_options.max_clients);
       return kExitUsage;
     }
-    if (tcp_option->count() > 0) serve_options.tcp_port = static_cast<uint16_t>(tcp_port);
+    if (tcp_option->count() > 0) {
+      if (serve_options.token_file.empty()) {
+        spdlog::error(
+            "serve: --tcp {} needs --token-file: any local user can connect to a loopback "
+            "port, and the token is what tells the daemon's clients from them",
+            tcp_port);
+        return kExitUsage;
+      }
+      serve_options.tcp_port = static_cast<uint16_t>(tcp_port);
+    }
+    if (::geteuid() == 0 && !serve_options.allow_root) {
+      spdlog::error(
+          "serve: running as root; run the daemon as an unprivileged user, or pass "
+          "--allow-root to accept that clients' calbin paths are opened with root's rights");
+      return kExitUsage;
+    }
     return run_serve(serve_options, log_level);
   }
 

@@ -67,6 +67,34 @@ Status check_daemon_owner(int fd, const std::string& endpoint) {
                   "CALRT_DAEMON_UID to trust that uid)");
 }
 
+// The token a TCP endpoint needs (PROTOCOL.md, "Security model"): the first line of the file
+// CALRT_TOKEN_FILE names, the daemon's --token-file. Empty when the variable is not set: the
+// daemon then refuses the hello and says what is missing.
+Expected<std::string> tcp_token() {
+  const char* path = std::getenv("CALRT_TOKEN_FILE");
+  if (path == nullptr || *path == '\0') return std::string();
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(CALRT_INVALID_ARGUMENT,
+                std::string("CALRT_TOKEN_FILE=") + path + ": " + errno_text(errno));
+  }
+  std::string text(4097, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (got > 4096) {
+    return fail(CALRT_INVALID_ARGUMENT, std::string("CALRT_TOKEN_FILE=") + path +
+                                            ": more than 4096 bytes, not a token file");
+  }
+  text.resize(got);
+  return text.substr(0, text.find_first_of("\r\n"));
+}
+
 // A connected socket (blocking), or the reason why not.
 Expected<int> connect_once(const std::string& endpoint, Clock::time_point deadline) {
   sockaddr_storage address{};
@@ -190,6 +218,11 @@ Status Connection::handshake(Clock::time_point deadline) {
   Hello hello;
   hello.client_name = client_name();
   hello.client_pid = static_cast<uint32_t>(::getpid());
+  if (auto parsed = parse_endpoint(endpoint_); parsed && parsed->kind == Endpoint::Kind::tcp) {
+    auto token = tcp_token();
+    if (!token) return tl::unexpected(token.error());
+    hello.token = std::move(*token);
+  }
   const std::vector<uint8_t> payload = encode_payload(hello);
   if (Status sent = send_frame(MessageType::hello, 0, payload); !sent) {
     return fail(CALRT_DEVICE_LOST,

@@ -17,6 +17,8 @@
 
 namespace simdev::service::server {
 
+struct SessionObjects;
+
 // `key=value;key=value` as Device_Create takes it; later keys replace earlier ones.
 using ConfigEntries = std::vector<std::pair<std::string, std::string>>;
 ConfigEntries parse_config(const std::string& text);
@@ -41,6 +43,11 @@ class DeviceHost {
   // Destroys the device whatever its users (daemon shutdown).
   void destroy_now();
   size_t users() const { return users_; }
+  // The attached sessions' objects, so that a device-wide call of one session can mark what
+  // it does to the others' work (a reset preempts their jobs).
+  void join(SessionObjects* objects) { sessions_.push_back(objects); }
+  void leave(SessionObjects* objects) { std::erase(sessions_, objects); }
+  const std::vector<SessionObjects*>& sessions() const { return sessions_; }
   // Whether a job is in flight on the device; false when there is no device or its status
   // cannot be read (the request that asked then meets the error itself).
   bool running() const;
@@ -50,6 +57,7 @@ class DeviceHost {
   ConfigEntries daemon_config_;
   CalrtDevice* device_ = nullptr;
   size_t users_ = 0;
+  std::vector<SessionObjects*> sessions_;
   uint32_t kind_raw_ = 0;
   uint32_t index_ = 0;
   std::string config_;     // as passed to Device_Create

@@ -73,6 +73,7 @@ Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out&
   auto device = c.host->attach(in.kind, in.index, in.config, in.timeout_ns);
   if (!device) return std::move(device.error());
   c.objects->attached = true;
+  c.host->join(c.objects);
   out.device.id = c.objects->handles.add(HandleKind::device, *device);
   return {};
 }
@@ -125,15 +126,46 @@ Failure run<DeviceChipStatus>(Ctx& c, const DeviceChipStatus::In& in, DeviceChip
   return f;
 }
 
+std::optional<CalrtJobState> job_state(const CalrtApi* api, void* job) {
+  auto args = make_args<Calrt_Job_Status_Args>();
+  args.job = static_cast<CalrtJob*>(job);
+  if (take_error(api, api->Job_Status(&args)).code != CALRT_OK) return std::nullopt;
+  return args.state;
+}
+
+bool final_state(CalrtJobState state) {
+  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED || state == CALRT_JOB_CANCELLED;
+}
+
 template <>
 Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  // The other sessions' jobs in flight now are the ones this reset will cancel: each is
+  // marked, so that its owner learns it was preempted instead of seeing a cancel it never
+  // asked for.
+  std::vector<std::pair<SessionObjects*, uint64_t>> in_flight;
+  for (SessionObjects* other : c.host->sessions()) {
+    if (other == c.objects) continue;
+    for (const auto& [id, handle] : other->handles.of_kind(HandleKind::job)) {
+      const auto state = job_state(c.api, handle);
+      if (state && !final_state(*state)) in_flight.emplace_back(other, id);
+    }
+  }
   auto args = make_args<Calrt_Device_Reset_Args>();
   args.device = device;
   put_enum(args.level, in.level);
   args.timeout_ns = in.timeout_ns;
   Failure f = call(c, c.api->Device_Reset(&args));
   out.state = get_enum(args.state);
+  for (const auto& [other, id] : in_flight) {
+    const auto handle = other->handles.find(id, HandleKind::job, "job");
+    const auto state = handle ? job_state(c.api, *handle) : std::nullopt;
+    if (state == CALRT_JOB_CANCELLED) other->preempted_by[id] = c.session_id;
+  }
+  if (!in_flight.empty()) {
+    spdlog::info("session {}: Device_Reset level {} ended {} job(s) of other sessions",
+                 c.session_id, in.level, in_flight.size());
+  }
   return f;
 }
 
@@ -415,6 +447,12 @@ Failure run<JobStatus>(Ctx& c, const JobStatus::In& in, JobStatus::Out& out) {
   out.state = get_enum(args.state);
   out.code = get_enum(args.code);
   out.message = str(args.message);
+  if (const auto by = c.objects->preempted_by.find(in.handle.id);
+      by != c.objects->preempted_by.end() && args.state == CALRT_JOB_CANCELLED) {
+    out.code = CALRT_PREEMPTED;
+    out.message = "preempted: session " + std::to_string(by->second) +
+                  " reset the shared device while this job was in flight (" + out.message + ")";
+  }
   out.submit_time_ns = args.submit_time_ns;
   out.start_time_ns = args.start_time_ns;
   out.end_time_ns = args.end_time_ns;
@@ -438,7 +476,10 @@ Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& in, JobDestroy::Out&) {
   auto args = make_args<Calrt_Job_Destroy_Args>();
   args.job = job;
   Failure f = call(c, c.api->Job_Destroy(&args));
-  if (f.ok()) c.objects->handles.remove(in.handle.id);
+  if (f.ok()) {
+    c.objects->handles.remove(in.handle.id);
+    c.objects->preempted_by.erase(in.handle.id);
+  }
   return f;
 }
 
@@ -656,12 +697,31 @@ void log_release_error(const char* what, uint64_t id, const Failure& f) {
 
 }  // namespace
 
+namespace {
+
+// Calls that act on every session's work, not only the caller's: the control role's
+// (PROTOCOL.md, "Security model").
+bool device_wide(Call call) {
+  return call == Call::device_reset || call == Call::device_set_parallel_mode ||
+         call == Call::fault_set_plan;
+}
+
+}  // namespace
+
 Outcome dispatch(DispatchContext& context, const Request& request) {
   return std::visit(
       [&](const auto& tagged) {
         using C = typename std::decay_t<decltype(tagged)>::CallType;
         Response<C> response;
         context.call_name = to_string(C::kCall);
+        if (device_wide(C::kCall) && !context.control) {
+          response.code = CALRT_PERMISSION_DENIED;
+          response.message = std::string(context.call_name) +
+                             ": acts on every session of the shared device, and this session "
+                             "has no control role (the daemon's uid, root, --control-uid, or "
+                             "TCP with the token)";
+          return Outcome{C::kCall, response.code, encode_response_payload<C>(response)};
+        }
         try {
           Failure f = run<C>(context, tagged.in, response.out);
           response.code = f.code;
@@ -728,6 +788,7 @@ Failure release_session(DispatchContext& c) {
   Failure detached;
   if (objects.attached) {
     objects.attached = false;
+    c.host->leave(c.objects);
     detached = c.host->detach();
   }
   return detached;

@@ -27,6 +27,9 @@ struct SessionObjects {
   // (buffer id, tensor index) -> the daemon-side mapping, kept until Buffer_Unmap.
   std::map<std::pair<uint64_t, uint32_t>, Mapping> mappings;
   bool attached = false;
+  // Jobs of this session that another session's Device_Reset found in flight: job id -> the
+  // resetting session. Job_Status reports such a job, once CANCELLED, as PREEMPTED.
+  std::map<uint64_t, uint64_t> preempted_by;
 };
 
 struct DispatchContext {
@@ -36,6 +39,10 @@ struct DispatchContext {
   const char* call_name = "";  // of the call being run, for messages
   // Canonical --calbin-root directories; empty: Calbin_Create opens any path.
   const std::vector<std::filesystem::path>* calbin_roots = nullptr;
+  // The session's role (PROTOCOL.md, "Security model"): without it, device-wide calls answer
+  // PERMISSION_DENIED.
+  bool control = false;
+  uint64_t session_id = 0;
 };
 
 struct Outcome {

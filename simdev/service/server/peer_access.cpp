@@ -16,20 +16,25 @@ std::optional<PeerCredentials> peer_credentials(int fd) {
 }
 
 mode_t PeerAccess::socket_mode() const {
-  if (!uids.empty()) return 0666;
+  if (!uids.empty() || !control_uids.empty()) return 0666;
   return gids.empty() ? 0600 : 0660;
+}
+
+bool PeerAccess::control(const PeerCredentials& peer) const {
+  return peer.uid == daemon_uid || peer.uid == 0 ||
+         std::find(control_uids.begin(), control_uids.end(), peer.uid) != control_uids.end();
 }
 
 std::optional<std::string> PeerAccess::refusal(const PeerCredentials& peer) const {
   const auto listed = [](const std::vector<uint32_t>& ids, uint32_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
-  if (peer.uid == daemon_uid || peer.uid == 0 || listed(uids, peer.uid) || listed(gids, peer.gid)) {
+  if (control(peer) || listed(uids, peer.uid) || listed(gids, peer.gid)) {
     return std::nullopt;
   }
   return "peer pid " + std::to_string(peer.pid) + " uid " + std::to_string(peer.uid) + " gid " +
          std::to_string(peer.gid) + " is neither the daemon's uid " + std::to_string(daemon_uid) +
-         ", root, nor allowed by --allow-uid or --allow-gid";
+         ", root, nor allowed by --allow-uid, --allow-gid or --control-uid";
 }
 
 }  // namespace simdev::service::server

@@ -26,12 +26,17 @@ std::optional<PeerCredentials> peer_credentials(int fd);
 
 struct PeerAccess {
   uid_t daemon_uid = 0;
-  std::vector<uint32_t> uids;  // --allow-uid
-  std::vector<uint32_t> gids;  // --allow-gid (the peer's primary group)
+  std::vector<uint32_t> uids;          // --allow-uid
+  std::vector<uint32_t> gids;          // --allow-gid (the peer's primary group)
+  std::vector<uint32_t> control_uids;  // --control-uid
 
   mode_t socket_mode() const;
   // nullopt when the peer may connect; otherwise why not, for the daemon's log.
   std::optional<std::string> refusal(const PeerCredentials& peer) const;
+  // The control role (device-wide calls: a reset, the parallel mode, a fault plan): the
+  // daemon's uid, root and --control-uid. Other allowed peers share the device but cannot
+  // act on the other sessions' work.
+  bool control(const PeerCredentials& peer) const;
 };
 
 }  // namespace simdev::service::server

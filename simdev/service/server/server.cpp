@@ -29,6 +29,7 @@
 #include "simdev/service/server/lane.hpp"
 #include "simdev/service/server/peer_access.hpp"
 #include "simdev/service/server/session.hpp"
+#include "simdev/service/server/tcp_token.hpp"
 
 namespace simdev::service::server {
 namespace {
@@ -90,7 +91,7 @@ class Server {
   // thread; the server owns it from here.
   // roots: the canonical --calbin-root directories.
   Server(const ServerOptions& options, const CalrtApi* api, int stop_signals,
-         std::vector<std::filesystem::path> roots)
+         std::vector<std::filesystem::path> roots, std::optional<TokenDigest> token)
       : options_(options),
         host_(api, options.device_config),
         shared_{io_,
@@ -116,6 +117,7 @@ class Server {
     shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
     shared_.configure_wait = std::chrono::milliseconds(options.configure_wait_ms);
     shared_.calbin_roots = std::move(roots);
+    shared_.token = token;
   }
 
   ~Server() {
@@ -230,7 +232,7 @@ class Server {
           std::error_code ignored;
           socket->close(ignored);
         } else {
-          admit(std::move(*socket), "unix");
+          admit(std::move(*socket), Admission{"unix", false, access_.control(*peer)});
         }
         accept_unix();
         return;
@@ -245,7 +247,7 @@ class Server {
       if (aborted(ec) || shutting_down_) return;
       if (!ec) {
         accept_backoff_ = {};
-        admit(std::move(*socket), "tcp");
+        admit(std::move(*socket), Admission{"tcp", true, false});
         accept_tcp();
         return;
       }
@@ -271,16 +273,16 @@ class Server {
     });
   }
 
-  void admit(Session::Socket socket, const char* transport) {
+  void admit(Session::Socket socket, Admission admission) {
     if (shared_.connections >= shared_.max_connections) {
       // Closed before a byte is read: nothing of the connection is buffered.
-      spdlog::warn("{} connection refused: {} connections open (--max-connections)", transport,
+      spdlog::warn("{} connection refused: {} connections open (--max-connections)", admission.peer,
                    shared_.connections);
       std::error_code ignored;
       socket.close(ignored);
       return;
     }
-    auto session = std::make_shared<Session>(shared_, std::move(socket), transport);
+    auto session = std::make_shared<Session>(shared_, std::move(socket), std::move(admission));
     sessions_.insert(session);
     session->start();
   }
@@ -320,7 +322,7 @@ class Server {
   }
 
   ServerOptions options_;
-  PeerAccess access_{::geteuid(), options_.allow_uids, options_.allow_gids};
+  PeerAccess access_{::geteuid(), options_.allow_uids, options_.allow_gids, options_.control_uids};
   asio::io_context io_;
   DeviceHost host_;
   Lane device_lane_{"device"};
@@ -360,6 +362,19 @@ int run_server(const ServerOptions& options) {
   if (roots->empty()) {
     spdlog::warn("no --calbin-root: clients may open any calbin this user can read");
   }
+  std::optional<TokenDigest> token;
+  if (!options.token_file.empty()) {
+    auto read = read_token_file(options.token_file);
+    if (!read) {
+      spdlog::error("simdev serve: {}", read.error());
+      return 1;
+    }
+    token = *read;
+  }
+  if (options.tcp_port && !token) {
+    spdlog::error("simdev serve: --tcp needs --token-file");
+    return 1;
+  }
   const CalrtApi* api = calrt_sim_get_api(CALRT_ABI_MAJOR);
   if (api == nullptr) {
     spdlog::error("the simulator's runtime does not implement ABI major {}", CALRT_ABI_MAJOR);
@@ -386,7 +401,7 @@ int run_server(const ServerOptions& options) {
   size_t peak = 0;
   uint64_t errors = 0;
   {
-    Server server(options, api, stop_signals, std::move(*roots));
+    Server server(options, api, stop_signals, std::move(*roots), token);
     if (auto listening = server.listen(); !listening) {
       spdlog::error("simdev serve: {}", listening.error());
       return 1;

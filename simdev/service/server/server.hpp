@@ -32,6 +32,13 @@ struct ServerOptions {
   // (peer_access.hpp).
   std::vector<uint32_t> allow_uids;
   std::vector<uint32_t> allow_gids;
+  // Who holds the control role (device-wide calls) besides the daemon's uid and root; TCP
+  // clients hold it by their token (peer_access.hpp).
+  std::vector<uint32_t> control_uids;
+  // The secret TCP clients present in hello (tcp_token.hpp); --tcp needs it.
+  std::string token_file;
+  // Root reads every file and may act on every device: running as root must be asked for.
+  bool allow_root = false;
 };
 
 // Runs the daemon until SIGTERM or SIGINT. Prints the listening lines to stdout when ready

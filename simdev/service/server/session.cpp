@@ -54,12 +54,14 @@ std::string hex(uint32_t v) {
 
 }  // namespace
 
-Session::Session(ServerShared& shared, Socket socket, std::string peer)
+Session::Session(ServerShared& shared, Socket socket, Admission admission)
     : shared_(shared),
       socket_(std::move(socket)),
       close_timer_(shared.io),
       handshake_timer_(shared.io),
-      peer_(std::move(peer)),
+      peer_(std::move(admission.peer)),
+      needs_token_(admission.needs_token),
+      control_(admission.control),
       session_id_(next_wire_id()) {
   splitter_.set_payload_limit(kPreHelloPayloadLimit);
   ++shared_.connections;
@@ -157,6 +159,18 @@ void Session::on_frame(Frame& frame) {
 void Session::on_hello(const Frame& frame) {
   auto hello = decode_payload<Hello>(frame.payload, "hello");
   if (!hello) {
+    // A client of another protocol major has another hello layout; its leading magic and
+    // major are where every major puts them, so it is told why instead of cut off.
+    Reader reader(frame.payload);
+    const uint32_t magic = reader.u32("magic");
+    const uint16_t major = reader.u16("protocol_major");
+    if (reader.ok() && magic == kHelloMagic && major != kProtocolMajor) {
+      refuse(kAbiMismatchCode, "hello: field 'protocol_major': " + std::to_string(major) +
+                                   ", the daemon speaks protocol " +
+                                   std::to_string(kProtocolMajor) + "." +
+                                   std::to_string(kProtocolMinor));
+      return;
+    }
     violation(hello.error());
     return;
   }
@@ -180,6 +194,19 @@ void Session::on_hello(const Frame& frame) {
                                  std::to_string(CALRT_ABI_MINOR));
     return;
   }
+  if (needs_token_) {
+    if (!shared_.token || !token_matches(*shared_.token, hello->token)) {
+      spdlog::warn("session {} ({}): hello with a wrong or missing token (pid {}, '{}')",
+                   session_id_, peer_, hello->client_pid, client_name_);
+      refuse(CALRT_PERMISSION_DENIED,
+             hello->token.empty()
+                 ? "hello: this daemon's TCP port needs its token (set CALRT_TOKEN_FILE to the "
+                   "daemon's --token-file)"
+                 : "hello: field 'token': not the daemon's token");
+      return;
+    }
+    control_ = true;  // the token is the daemon user's own secret
+  }
   if (shared_.admitted >= shared_.max_clients) {
     refuse(CALRT_BUSY, "the daemon serves its limit of " + std::to_string(shared_.max_clients) +
                            " clients (--max-clients)");
@@ -198,6 +225,7 @@ void Session::on_hello(const Frame& frame) {
   welcome.session_id = session_id_;
   welcome.keepalive_ms = shared_.keepalive_ms;
   welcome.max_clients = shared_.max_clients;
+  welcome.control = control_ ? 1 : 0;
   welcome.server_version =
       "simdev serve " + std::to_string(kProtocolMajor) + "." + std::to_string(kProtocolMinor);
   spdlog::info("session {}: welcome '{}' pid {} ({})", session_id_, client_name_, hello->client_pid,
@@ -237,6 +265,8 @@ void Session::on_request(Frame& frame) {
     context.host = &self->shared_.host;
     context.objects = &self->objects_;
     context.calbin_roots = &self->shared_.calbin_roots;
+    context.control = self->control_;
+    context.session_id = self->session_id_;
     Outcome outcome = dispatch(context, *request);
     deliver(std::move(self), id, std::move(outcome));
   };

@@ -22,10 +22,19 @@
 #include "simdev/service/server/frame_splitter.hpp"
 #include "simdev/service/server/lane.hpp"
 #include "simdev/service/server/quiet_point.hpp"
+#include "simdev/service/server/tcp_token.hpp"
 
 namespace simdev::service::server {
 
 class Session;
+
+// What the daemon knows of a connection before it says anything (PROTOCOL.md, "Security
+// model").
+struct Admission {
+  std::string peer;          // "unix" or "tcp", for the log
+  bool needs_token = false;  // TCP: the hello must carry the --token-file secret
+  bool control = false;      // may make device-wide calls (once the token, if needed, matched)
+};
 
 // What every session shares with the daemon. Counters without atomics are touched only on
 // the io thread.
@@ -47,6 +56,7 @@ struct ServerShared {
   std::function<void(const std::shared_ptr<Session>&)> on_closed;
   std::chrono::milliseconds configure_wait{10000};
   std::vector<std::filesystem::path> calbin_roots{};  // canonical
+  std::optional<TokenDigest> token{};                 // of --token-file
   // Device lane only.
   QuietPointQueue quiet{[this] { return !host.running(); }};
 };
@@ -55,7 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   using Socket = asio::generic::stream_protocol::socket;
 
-  Session(ServerShared& shared, Socket socket, std::string peer);
+  Session(ServerShared& shared, Socket socket, Admission admission);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -99,6 +109,8 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer close_timer_;
   asio::steady_timer handshake_timer_;
   std::string peer_;
+  bool needs_token_;
+  bool control_;
   uint64_t session_id_;
   std::string client_name_;
   std::array<uint8_t, 64 * 1024> read_buffer_{};

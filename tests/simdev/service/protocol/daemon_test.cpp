@@ -22,8 +22,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -58,6 +60,67 @@ class RawClient {
       ::close(fd);
       throw std::runtime_error("connect " + path.string() + ": " + std::strerror(errno));
     }
+    return RawClient(fd);
+  }
+  // A connection made by a child process running as uid:gid and handed to this process
+  // (SCM_RIGHTS): the kernel keeps the connecting process's credentials on the socket, so the
+  // daemon sees that uid while the test drives the connection with every helper here. The
+  // child makes syscalls only (this process has threads). Throws when it could not.
+  static RawClient unix_as(const fs::path& path, uid_t uid, gid_t gid) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw std::runtime_error("socketpair failed");
+    }
+    const pid_t child = ::fork();
+    if (child == 0) {
+      int fd = -1;
+      if (::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+          ::setresuid(uid, uid, uid) == 0) {
+        fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+          fd = -1;
+        }
+      }
+      char byte = fd >= 0 ? 1 : 0;
+      iovec iov{&byte, 1};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      if (fd >= 0) {
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+      }
+      ::_exit(::sendmsg(pair[1], &msg, 0) == 1 ? 0 : 1);
+    }
+    ::close(pair[1]);
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    pollfd pfd{pair[0], POLLIN, 0};
+    const bool got = ::poll(&pfd, 1, 10000) == 1 && ::recvmsg(pair[0], &msg, 0) == 1 && byte == 1;
+    ::close(pair[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const cmsghdr* cmsg = got ? CMSG_FIRSTHDR(&msg) : nullptr;
+    if (cmsg == nullptr || cmsg->cmsg_type != SCM_RIGHTS) {
+      throw std::runtime_error("no connection as uid " + std::to_string(uid));
+    }
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
     return RawClient(fd);
   }
   static RawClient tcp(const std::string& endpoint) {  // tcp:127.0.0.1:PORT
@@ -121,9 +184,10 @@ class RawClient {
   }
   size_t keepalives() const { return keepalives_; }
 
-  svc::Welcome handshake(const std::string& name = "protocol-test") {
+  svc::Welcome handshake(const std::string& name = "protocol-test", const std::string& token = "") {
     svc::Hello hello;
     hello.client_name = name;
+    hello.token = token;
     hello.client_pid = static_cast<uint32_t>(::getpid());
     send_frame(svc::MessageType::hello, 0, svc::encode_payload(hello));
     auto frame = read_frame();
@@ -598,7 +662,7 @@ TEST_F(DaemonTest, SocketIsOwnerOnlyAndTcpIsLoopback) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(daemon_->tcp_endpoint().rfind("tcp:127.0.0.1:", 0), 0u) << daemon_->tcp_endpoint();
   RawClient client = RawClient::tcp(daemon_->tcp_endpoint());
-  client.handshake();
+  client.handshake("tcp", daemon_->token());
   EXPECT_NE(client.attach(), 0u);
 }
 
@@ -853,6 +917,54 @@ TEST_F(DaemonTest, PeerCredentialsDecideWhoMayConnect) {
   expect_alive();
 }
 
+// Device-wide calls act on every session's work: a uid that is only allowed to connect may
+// use the device but not reset it, change its parallel mode or set a fault plan; a
+// --control-uid and the daemon's own uid may.
+TEST_F(DaemonTest, DeviceWideCallsNeedTheControlRole) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  start({"--allow-uid", "41000", "--control-uid", "41001"});
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  auto device_wide_codes = [](RawClient& client, uint64_t device) {
+    svc::DeviceReset::In reset;
+    reset.device.id = device;
+    reset.level = CALRT_RESET_JOB_ABORT;
+    svc::DeviceSetParallelMode::In parallel;
+    parallel.device.id = device;
+    parallel.enable = 1;
+    svc::FaultSetPlan::In plan;
+    plan.device.id = device;
+    plan.plan_null = 1;
+    const auto r = client.call<svc::DeviceReset>(reset);
+    return std::vector<std::string>{
+        std::to_string(r.code) + " " + r.message,
+        std::to_string(client.call<svc::DeviceSetParallelMode>(parallel).code),
+        std::to_string(client.call<svc::FaultSetPlan>(plan).code)};
+  };
+  const std::string denied = std::to_string(CALRT_PERMISSION_DENIED);
+
+  RawClient user = RawClient::unix_as(daemon_->socket(), 41000, 41000);
+  EXPECT_EQ(user.handshake("user").control, 0u);
+  const uint64_t user_device = user.attach();
+  const auto user_codes = device_wide_codes(user, user_device);
+  EXPECT_EQ(user_codes[0].rfind(denied + " Device_Reset: ", 0), 0u) << user_codes[0];
+  EXPECT_NE(user_codes[0].find("no control role"), std::string::npos) << user_codes[0];
+  EXPECT_EQ(user_codes[1], denied);
+  EXPECT_EQ(user_codes[2], denied);
+  // Its own device calls still work.
+  svc::DeviceStatus::In status;
+  status.device.id = user_device;
+  EXPECT_EQ(user.call<svc::DeviceStatus>(status).code, 0u);
+
+  RawClient controller = RawClient::unix_as(daemon_->socket(), 41001, 41001);
+  EXPECT_EQ(controller.handshake("controller").control, 1u);
+  const auto controller_codes = device_wide_codes(controller, controller.attach());
+  EXPECT_EQ(controller_codes, (std::vector<std::string>{"0 ", "0", "0"}));
+
+  RawClient own = connect();
+  EXPECT_EQ(own.handshake("own").control, 1u);
+  expect_alive();
+}
+
 // Without --allow-*, the socket stays 0600: another uid cannot even connect.
 TEST_F(DaemonTest, AnotherUidCannotConnectByDefault) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
@@ -866,8 +978,9 @@ TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
   const fs::path dir = scratch("-file");
   const fs::path file = dir / "not-a-socket";
   std::ofstream(file) << "keep me";
-  const std::string command = std::string("timeout 20 ") + SIMDEV_EXE + " serve --socket " +
-                              file.string() + " > " + (dir / "out.txt").string() + " 2>&1";
+  const std::string command = std::string("timeout 20 ") + SIMDEV_EXE +
+                              " serve --allow-root --socket " + file.string() + " > " +
+                              (dir / "out.txt").string() + " 2>&1";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
@@ -878,6 +991,74 @@ TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
   std::string content;
   std::getline(kept, content);
   EXPECT_EQ(content, "keep me");
+  fs::remove_all(dir);
+}
+
+// Exit status and output of `simdev serve ARGS` that is expected not to start.
+std::pair<int, std::string> failed_start(const fs::path& dir, const std::string& args) {
+  const std::string command = std::string("timeout 20 ") + SIMDEV_EXE + " serve --socket " +
+                              (dir / "s.sock").string() + " " + args + " > " +
+                              (dir / "out.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream in(dir / "out.txt");
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+          std::string((std::istreambuf_iterator<char>(in)), {})};
+}
+
+TEST(DaemonStartup, RefusesRootWithoutAllowRoot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "runs as root only";
+  const fs::path dir = scratch("-root");
+  const auto [code, output] = failed_start(dir, "");
+  EXPECT_EQ(code, 2) << output;
+  EXPECT_NE(output.find("running as root"), std::string::npos) << output;
+  EXPECT_NE(output.find("--allow-root"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(dir / "s.sock"));
+  fs::remove_all(dir);
+}
+
+TEST(DaemonStartup, TcpNeedsAGoodTokenFile) {
+  const fs::path dir = scratch("-token");
+  const std::string root = ::geteuid() == 0 ? "--allow-root " : "";
+  {
+    const auto [code, output] = failed_start(dir, root + "--tcp 0");
+    EXPECT_EQ(code, 2) << output;
+    EXPECT_NE(output.find("--tcp 0 needs --token-file"), std::string::npos) << output;
+  }
+  const std::string secret = "a-secret-of-thirty-two-characters";
+  const fs::path token = dir / "token";
+  std::ofstream(token) << secret << "\n";
+  struct Case {
+    std::string what;
+    std::function<void()> arrange;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"readable by others", [&] { fs::permissions(token, fs::perms(0644)); },
+       "mode 0644 lets other users read it"},
+      {"a symbolic link",
+       [&] {
+         fs::permissions(token, fs::perms(0600));
+         fs::create_symlink(token, dir / "link");
+       },
+       "Too many levels of symbolic links"},
+      {"too short",
+       [&] {
+         std::ofstream(dir / "short") << "short\n";
+         fs::permissions(dir / "short", fs::perms(0600));
+       },
+       "its first line has 5 characters; a token needs at least 16"},
+  };
+  const std::vector<std::string> files = {"token", "link", "short"};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].arrange();
+    const auto [code, output] =
+        failed_start(dir, root + "--tcp 0 --token-file " + (dir / files[i]).string());
+    EXPECT_EQ(code, 1) << cases[i].what << ": " << output;
+    EXPECT_NE(output.find("--token-file " + (dir / files[i]).string()), std::string::npos)
+        << cases[i].what << ": " << output;
+    EXPECT_NE(output.find(cases[i].expected), std::string::npos) << cases[i].what << ": " << output;
+    EXPECT_EQ(output.find(secret), std::string::npos) << cases[i].what << ": shows the token";
+  }
   fs::remove_all(dir);
 }
 
@@ -901,7 +1082,7 @@ TEST(DaemonStartup, ReplacesAStaleSocket) {
     const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
-    ::execl(SIMDEV_EXE, SIMDEV_EXE, "serve", "--socket", path.c_str(), nullptr);
+    ::execl(SIMDEV_EXE, SIMDEV_EXE, "serve", "--socket", path.c_str(), "--allow-root", nullptr);
     ::_exit(127);
   }
   auto output = [&] {

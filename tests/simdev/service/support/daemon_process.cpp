@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -35,6 +37,25 @@ DaemonProcess::DaemonProcess(const std::filesystem::path& dir, DaemonOptions opt
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   std::vector<std::string> args = {SIMDEV_EXE, "serve", "--socket", socket_.string()};
   args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
+  const auto given = [&](const char* flag) {
+    return std::find(args.begin(), args.end(), flag) != args.end();
+  };
+  // --tcp needs a token: one is written for the test, and the test process's clients (and
+  // the commands it starts) find it through CALRT_TOKEN_FILE.
+  if (given("--tcp") && !given("--token-file")) {
+    token_ = "calrt-test-token-0123456789abcdef";
+    token_file_ = dir / "token";
+    {
+      std::ofstream out(token_file_, std::ios::trunc);
+      out << token_ << "\n";
+    }
+    std::filesystem::permissions(
+        token_file_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    args.insert(args.end(), {"--token-file", token_file_.string()});
+    ::setenv("CALRT_TOKEN_FILE", token_file_.c_str(), 1);
+  }
+  // The tests run as root in CI containers; the daemon asks for that to be said.
+  if (::geteuid() == 0 && !given("--allow-root")) args.emplace_back("--allow-root");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -37,6 +37,9 @@ class DaemonProcess {
   // The `tcp:127.0.0.1:PORT` endpoint when started with --tcp; empty otherwise.
   const std::string& tcp_endpoint() const { return tcp_endpoint_; }
   pid_t pid() const { return pid_; }
+  // With --tcp (and no --token-file given): the token written for it, and its file.
+  const std::string& token() const { return token_; }
+  const std::filesystem::path& token_file() const { return token_file_; }
 
   // SIGKILL and reap (bounded). Idempotent.
   void kill_now();
@@ -58,6 +61,8 @@ class DaemonProcess {
 
   std::filesystem::path socket_;
   std::string tcp_endpoint_;
+  std::string token_;
+  std::filesystem::path token_file_;
   pid_t pid_ = -1;
   int out_fd_ = -1;
   mutable std::mutex output_mutex_;
