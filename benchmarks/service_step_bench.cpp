@@ -5,11 +5,23 @@
 //   BM_DecodeStepInProcess  the simulator linked in (calrt_sim_get_api);
 //   BM_DecodeStepSocket     a `simdev serve` daemon started by the benchmark, over its Unix
 //                           socket (calrt_client_get_api).
+//   BM_DecodeStepSocketBesideFlood
+//                           the same, while another session of the same daemon keeps 64
+//                           Diag_Report requests (each a full JSON dump of the device)
+//                           pipelined without pause: the daemon's fairness. PROTOCOL.md's
+//                           bound is 2x BM_DecodeStepSocket.
 // Time is wall time per step (the daemon's work is not on this process's CPU clock).
 // The calbin comes from $CALRT_BENCH_CALBIN, or is generated into a temporary directory.
 #include <benchmark/benchmark.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
 
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +39,7 @@
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
 #include "simdev/service/client/client_api.h"
+#include "simdev/service/protocol.hpp"
 
 namespace {
 
@@ -192,6 +205,123 @@ void BM_DecodeStepSocket(benchmark::State& state) {
   run_steps(state, calrt::Api(table));
 }
 BENCHMARK(BM_DecodeStepSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+namespace svc = simdev::service;
+
+// A session that floods the daemon: raw frames over its own connection, `depth` Diag_Report
+// requests in flight at all times, until stop() (bounded: every read waits at most 10 s).
+class Flooder {
+ public:
+  Flooder(const std::filesystem::path& socket_path, size_t depth) : depth_(depth) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      throw std::runtime_error("flooder: cannot connect to " + socket_path.string());
+    }
+    svc::Hello hello;
+    hello.client_name = "flooder";
+    send_frame(svc::MessageType::hello, 0, svc::encode_payload(hello));
+    expect(svc::MessageType::welcome);
+    svc::DeviceCreate::In create;
+    create.kind = CALRT_DEVICE_SIM;
+    send_frame(svc::MessageType::request, 1,
+               svc::encode_request_payload<svc::DeviceCreate>(create));
+    const std::vector<uint8_t> created = expect(svc::MessageType::response);
+    auto decoded = svc::decode_response_payload<svc::DeviceCreate>(created);
+    if (!decoded || decoded->code != CALRT_OK) throw std::runtime_error("flooder: no device");
+    report_.device = decoded->out.device;
+    report_.capacity = uint64_t{1} << 20;
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Flooder() {
+    stop();
+    ::close(fd_);
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  uint64_t answered() const { return answered_; }
+
+ private:
+  void send_frame(svc::MessageType type, uint32_t id, const std::vector<uint8_t>& payload) {
+    const std::vector<uint8_t> frame = svc::encode_frame(type, id, payload);
+    size_t sent = 0;
+    while (sent < frame.size()) {
+      const ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) throw std::runtime_error("flooder: send failed");
+      sent += static_cast<size_t>(n);
+    }
+  }
+  void read_exact(uint8_t* data, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      pollfd pfd{fd_, POLLIN, 0};
+      if (::poll(&pfd, 1, 10000) != 1) throw std::runtime_error("flooder: no answer in 10 s");
+      const ssize_t r = ::recv(fd_, data + got, n - got, 0);
+      if (r <= 0) throw std::runtime_error("flooder: connection closed");
+      got += static_cast<size_t>(r);
+    }
+  }
+  // The payload of the next frame other than a keepalive, which must be of `type`.
+  std::vector<uint8_t> expect(svc::MessageType type) {
+    while (true) {
+      uint8_t header[svc::kHeaderBytes];
+      read_exact(header, sizeof header);
+      auto decoded = svc::decode_header(header);
+      if (!decoded) throw std::runtime_error("flooder: " + decoded.error());
+      std::vector<uint8_t> payload(decoded->payload_bytes());
+      read_exact(payload.data(), payload.size());
+      if (decoded->type == svc::MessageType::keepalive) continue;
+      if (decoded->type != type) throw std::runtime_error("flooder: unexpected frame");
+      return payload;
+    }
+  }
+  void run() {
+    try {
+      uint32_t id = 2;
+      for (size_t i = 0; i < depth_; ++i) {
+        send_frame(svc::MessageType::request, id++,
+                   svc::encode_request_payload<svc::DiagReport>(report_));
+      }
+      while (!stop_) {
+        expect(svc::MessageType::response);
+        ++answered_;
+        send_frame(svc::MessageType::request, id++,
+                   svc::encode_request_payload<svc::DiagReport>(report_));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
+
+  int fd_ = -1;
+  size_t depth_;
+  svc::DiagReport::In report_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> answered_{0};
+};
+
+void BM_DecodeStepSocketBesideFlood(benchmark::State& state) {
+  std::string endpoint;
+  std::unique_ptr<Flooder> flooder;
+  try {
+    endpoint = daemon().endpoint();
+    flooder = std::make_unique<Flooder>(daemon().socket(), 64);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
+  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
+  run_steps(state, calrt::Api(table));
+  flooder->stop();
+  state.counters["flood_answered"] = static_cast<double>(flooder->answered());
+}
+BENCHMARK(BM_DecodeStepSocketBesideFlood)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

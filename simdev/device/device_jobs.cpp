@@ -102,7 +102,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
     return fail(CALRT_BUSY, "device job queue is full (" + std::to_string(kMaxQueuedJobs) + ")");
   }
   auto job = std::make_unique<Job>();
-  job->serial = next_job_serial_++;
+  job->serial = next_job_serial_;  // taken below, once the job is in: serials have no gaps
   job->calbin = calbin_id;
   job->model_index = model_index;
   job->input = input_id;
@@ -123,6 +123,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
     return fail(CALRT_OUT_OF_RANGE,
                 "too many live jobs (limit " + std::to_string(kMaxJobs) + "); destroy old ones");
   }
+  ++next_job_serial_;
   Job& placed = *jobs_.find(*id);
   const ObjectId job_id = *id;
   placed.id = job_id;

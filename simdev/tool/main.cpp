@@ -98,8 +98,14 @@ int main(int argc, char** argv) {
   uint32_t tcp_port = 0;
   std::string log_level = "info";
   CLI::App* serve = app.add_subcommand("serve", "serve the simulated device over a socket");
-  serve->add_option("--socket", serve_options.socket_path, "Unix socket path (created 0600)")
-      ->required();
+  CLI::Option* socket_option =
+      serve->add_option("--socket", serve_options.socket_path,
+                        "Unix socket path (created 0600); default RUNTIME_DIR/calrt.sock");
+  serve
+      ->add_option("--runtime-dir", serve_options.runtime_dir,
+                   "the daemon's own directory for its socket, created 0700 (0711 with "
+                   "--allow-*); default $XDG_RUNTIME_DIR/calrt")
+      ->excludes(socket_option);
   serve
       ->add_option("--allow-uid", serve_options.allow_uids,
                    "another uid that may connect through the socket (repeatable; the socket "
@@ -145,6 +151,12 @@ int main(int argc, char** argv) {
       ->add_option("--handshake-timeout-ms", serve_options.handshake_timeout_ms,
                    "close a connection without hello and Device_Create after this long")
       ->check(CLI::Range(1, 600000))
+      ->capture_default_str();
+  serve
+      ->add_option("--idle-timeout-ms", serve_options.idle_timeout_ms,
+                   "close an attached session that sends nothing and awaits no answer for this "
+                   "long (0: never)")
+      ->check(CLI::Range(0u, 86400000u))
       ->capture_default_str();
   serve->add_option("--keepalive-ms", serve_options.keepalive_ms, "keepalive period")
       ->check(CLI::Range(1, 600000))

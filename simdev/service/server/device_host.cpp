@@ -142,6 +142,7 @@ tl::expected<CalrtDevice*, Failure> DeviceHost::attach(
   Failure failure = take_error(api_, api_->Device_Create(&args));
   if (!failure.ok()) return tl::unexpected(std::move(failure));
   device_ = args.device;
+  trace_.device_created();
   users_ = 1;
   kind_raw_ = kind_raw;
   index_ = index;
@@ -160,6 +161,13 @@ Failure DeviceHost::detach() {
   Failure failure = take_error(api_, api_->Device_Destroy(&args));
   spdlog::info("device destroyed: its last session detached");
   return failure;
+}
+
+TraceDemux::Device DeviceHost::trace_device() const {
+  return {api_,
+          reinterpret_cast<const CalrtTraceExtension*>(
+              find_extension(api_, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE)),
+          device_};
 }
 
 bool DeviceHost::running() const {

@@ -14,6 +14,7 @@
 
 #include "abi/calrt.h"
 #include "simdev/service/server/sim_call.hpp"
+#include "simdev/service/server/trace_demux.hpp"
 
 namespace simdev::service::server {
 
@@ -48,6 +49,10 @@ class DeviceHost {
   void join(SessionObjects* objects) { sessions_.push_back(objects); }
   void leave(SessionObjects* objects) { std::erase(sessions_, objects); }
   const std::vector<SessionObjects*>& sessions() const { return sessions_; }
+  // The sessions' traces over the device's one recording.
+  TraceDemux& trace() { return trace_; }
+  // The device and its trace extension (ext NULL when the runtime has none).
+  TraceDemux::Device trace_device() const;
   // Whether a job is in flight on the device; false when there is no device or its status
   // cannot be read (the request that asked then meets the error itself).
   bool running() const;
@@ -58,6 +63,7 @@ class DeviceHost {
   CalrtDevice* device_ = nullptr;
   size_t users_ = 0;
   std::vector<SessionObjects*> sessions_;
+  TraceDemux trace_;
   uint32_t kind_raw_ = 0;
   uint32_t index_ = 0;
   std::string config_;     // as passed to Device_Create

@@ -422,7 +422,10 @@ Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
   args.input = input;
   args.output = output;
   Failure f = call(c, c.api->Job_Submit(&args));
-  if (f.ok()) out.job.id = c.objects->handles.add(HandleKind::job, args.job, in.calbin.id);
+  if (f.ok()) {
+    out.job.id = c.objects->handles.add(HandleKind::job, args.job, in.calbin.id);
+    c.host->trace().job_submitted(c.session_id);
+  }
   return f;
 }
 
@@ -577,11 +580,9 @@ template <>
 Failure run<TraceEnable>(Ctx& c, const TraceEnable::In& in, TraceEnable::Out&) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
   SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
-  auto args = make_args<Calrt_Trace_Enable_Args>();
-  args.device = device;
-  args.enable = in.enable;
-  args.capacity_events = in.capacity_events;
-  return call(c, ext->Trace_Enable(&args));
+  // This session's recording only (trace_demux.hpp).
+  return c.host->trace().enable({c.api, ext, device}, c.session_id, in.enable != 0,
+                                in.capacity_events);
 }
 
 template <>
@@ -589,31 +590,8 @@ Failure run<TraceRead>(Ctx& c, const TraceRead::In& in, TraceRead::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
   SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
   // The caller may ask for more than one frame carries; it reads the rest on the next call.
-  std::vector<CalrtTraceEvent> events(std::min<uint64_t>(in.capacity, kMaxTraceEvents));
-  auto args = make_args<Calrt_Trace_Read_Args>();
-  args.device = device;
-  args.events = events.empty() ? nullptr : events.data();
-  args.event_struct_size = sizeof(CalrtTraceEvent);
-  args.capacity = events.size();
-  Failure f = call(c, ext->Trace_Read(&args));
-  out.dropped = args.dropped;
-  const size_t count = std::min(args.count, events.size());
-  out.events.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const CalrtTraceEvent& e = events[i];
-    WireTraceEvent& w = out.events.emplace_back();
-    w.track = get_enum(e.track);
-    w.kind = get_enum(e.kind);
-    w.chip = e.chip;
-    w.layer = e.layer;
-    w.job_serial = e.job_serial;
-    w.begin_ns = e.begin_ns;
-    w.end_ns = e.end_ns;
-    w.bytes = e.bytes;
-    w.flops = e.flops;
-    w.label = str(e.label);
-  }
-  return f;
+  return c.host->trace().read({c.api, ext, device}, c.session_id,
+                              std::min(in.capacity, kMaxTraceEvents), out.events, out.dropped);
 }
 
 template <>
@@ -789,6 +767,7 @@ Failure release_session(DispatchContext& c) {
   if (objects.attached) {
     objects.attached = false;
     c.host->leave(c.objects);
+    c.host->trace().leave(c.host->trace_device(), c.session_id);
     detached = c.host->detach();
   }
   return detached;

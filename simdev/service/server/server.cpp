@@ -28,6 +28,7 @@
 #include "simdev/service/server/device_host.hpp"
 #include "simdev/service/server/lane.hpp"
 #include "simdev/service/server/peer_access.hpp"
+#include "simdev/service/server/runtime_dir.hpp"
 #include "simdev/service/server/session.hpp"
 #include "simdev/service/server/tcp_token.hpp"
 
@@ -116,6 +117,7 @@ class Server {
         signals_(io_, stop_signals) {
     shared_.on_closed = [this](const std::shared_ptr<Session>& s) { sessions_.erase(s); };
     shared_.configure_wait = std::chrono::milliseconds(options.configure_wait_ms);
+    shared_.idle_timeout = std::chrono::milliseconds(options.idle_timeout_ms);
     shared_.calbin_roots = std::move(roots);
     shared_.token = token;
   }
@@ -345,7 +347,25 @@ class Server {
 
 }  // namespace
 
-int run_server(const ServerOptions& options) {
+int run_server(const ServerOptions& given) {
+  ServerOptions options = given;
+  if (options.socket_path.empty()) {
+    auto dir = options.runtime_dir.empty()
+                   ? default_runtime_dir()
+                   : tl::expected<std::string, std::string>(options.runtime_dir);
+    // Other uids reach the socket only through the directory: search, not list.
+    const bool others =
+        !options.allow_uids.empty() || !options.allow_gids.empty() || !options.control_uids.empty();
+    auto socket = dir ? prepare_runtime_dir(*dir, others ? 0711 : 0700) : dir;
+    if (!socket) {
+      spdlog::error("simdev serve: {}", socket.error());
+      return 1;
+    }
+    options.socket_path = *socket;
+  } else if (const std::string warning = socket_dir_warning(options.socket_path);
+             !warning.empty()) {
+    spdlog::warn("{}", warning);
+  }
   if (options.max_clients < 1 || options.max_clients > 64) {
     spdlog::error("--max-clients {}: must be in 1..64", options.max_clients);
     return 1;

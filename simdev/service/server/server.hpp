@@ -12,7 +12,8 @@
 namespace simdev::service::server {
 
 struct ServerOptions {
-  std::string socket_path;
+  std::string socket_path;           // empty: runtime_dir/calrt.sock
+  std::string runtime_dir;           // empty: $XDG_RUNTIME_DIR/calrt (runtime_dir.hpp)
   std::optional<uint16_t> tcp_port;  // 0: any free port
   std::string device_config;
   uint32_t max_clients = 16;
@@ -22,6 +23,9 @@ struct ServerOptions {
   // A connection that has not said hello and sent Device_Create within this is closed, so
   // that silent connections cannot hold the daemon's client slots.
   uint32_t handshake_timeout_ms = 5000;
+  // An attached session that sends nothing and awaits no answer for this long is closed; 0:
+  // never (an LLM service may hold its device idle between requests).
+  uint32_t idle_timeout_ms = 0;
   uint32_t keepalive_ms = 250;
   // Directories Calbin_Create may open calbins under (calbin_roots.hpp); none: any path the
   // daemon's user can read.

@@ -59,6 +59,7 @@ Session::Session(ServerShared& shared, Socket socket, Admission admission)
       socket_(std::move(socket)),
       close_timer_(shared.io),
       handshake_timer_(shared.io),
+      idle_timer_(shared.io),
       peer_(std::move(admission.peer)),
       needs_token_(admission.needs_token),
       control_(admission.control),
@@ -95,6 +96,33 @@ void Session::start_handshake_timer() {
   });
 }
 
+// --idle-timeout-ms: a session that has sent nothing for that long and awaits no answer is
+// told goodbye, so that a client that went away without closing (a hung process, a lost
+// network namespace) does not hold a --max-clients slot and its device memory for ever. A
+// session blocked in Job_Wait is waiting, not idle.
+void Session::arm_idle_timer(std::chrono::milliseconds after) {
+  if (shared_.idle_timeout.count() == 0) return;
+  idle_timer_.expires_after(after);
+  idle_timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
+    const auto self = weak.lock();
+    if (ec || !self || self->phase_ != Phase::welcomed) return;
+    const auto limit = self->shared_.idle_timeout;
+    const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - self->last_heard_);
+    if (!self->outstanding_.empty()) {
+      self->arm_idle_timer(limit);
+    } else if (quiet < limit) {
+      self->arm_idle_timer(limit - quiet);
+    } else {
+      spdlog::info("session {} ('{}', {}): idle for {} ms, closed (--idle-timeout-ms)",
+                   self->session_id_, self->client_name_, self->peer_, quiet.count());
+      self->goodbye(CALRT_WRONG_STATE, "idle for " + std::to_string(quiet.count()) +
+                                           " ms: the daemon's --idle-timeout-ms is " +
+                                           std::to_string(limit.count()));
+    }
+  });
+}
+
 void Session::read_more() {
   socket_.async_read_some(
       asio::buffer(read_buffer_), [self = shared_from_this()](std::error_code ec, size_t n) {
@@ -107,6 +135,7 @@ void Session::read_more() {
           self->close_now();
           return;
         }
+        self->last_heard_ = std::chrono::steady_clock::now();
         self->splitter_.append(std::span<const uint8_t>(self->read_buffer_.data(), n));
         while (self->phase_ == Phase::awaiting_hello || self->phase_ == Phase::welcomed) {
           auto frame = self->splitter_.next();
@@ -217,6 +246,7 @@ void Session::on_hello(const Frame& frame) {
   ++shared_.sessions_served;
   shared_.peak_sessions = std::max(shared_.peak_sessions, shared_.admitted);
   phase_ = Phase::welcomed;
+  arm_idle_timer(shared_.idle_timeout);
   splitter_.set_payload_limit(SIZE_MAX);  // the protocol's own frame limit from here on
   Welcome welcome;
   welcome.abi_major = shared_.api->abi_major;
@@ -439,6 +469,7 @@ void Session::close_now() {
   socket_.close(ignored);
   close_timer_.cancel();
   handshake_timer_.cancel();
+  idle_timer_.cancel();
   writes_.clear();
   // Requests not yet on the device lane are dropped: nobody is left to answer.
   device_queue_.clear();

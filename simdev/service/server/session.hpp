@@ -55,6 +55,7 @@ struct ServerShared {
   std::atomic<size_t> cleanups_pending{0};
   std::function<void(const std::shared_ptr<Session>&)> on_closed;
   std::chrono::milliseconds configure_wait{10000};
+  std::chrono::milliseconds idle_timeout{0};          // 0: none
   std::vector<std::filesystem::path> calbin_roots{};  // canonical
   std::optional<TokenDigest> token{};                 // of --token-file
   // Device lane only.
@@ -84,6 +85,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_more();
   void start_handshake_timer();
+  void arm_idle_timer(std::chrono::milliseconds after);
   void on_frame(Frame& frame);
   void on_hello(const Frame& frame);
   void on_request(Frame& frame);
@@ -108,6 +110,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Socket socket_;
   asio::steady_timer close_timer_;
   asio::steady_timer handshake_timer_;
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   std::string peer_;
   bool needs_token_;
   bool control_;

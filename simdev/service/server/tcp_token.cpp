@@ -11,17 +11,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include "simdev/service/server/file_mode.hpp"
+
 namespace simdev::service::server {
-namespace {
-
-std::string octal(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
-
-}  // namespace
-
 tl::expected<TokenDigest, std::string> read_token_file(const std::string& path) {
   const std::string where = "--token-file " + path + ": ";
   // O_NOFOLLOW: a link planted in place of the file is refused, not followed.
@@ -40,7 +32,7 @@ tl::expected<TokenDigest, std::string> read_token_file(const std::string& path) 
     problem = "owned by uid " + std::to_string(st.st_uid) + ", not by the daemon's uid " +
               std::to_string(::geteuid());
   } else if ((st.st_mode & 077) != 0) {
-    problem = "mode " + octal(st.st_mode) + " lets other users read it (chmod 600)";
+    problem = "mode " + mode_text(st.st_mode) + " lets other users read it (chmod 600)";
   } else if (st.st_size > static_cast<off_t>(kMaxTokenFileBytes)) {
     problem = std::to_string(st.st_size) + " bytes, more than a token file's " +
               std::to_string(kMaxTokenFileBytes);

@@ -58,7 +58,7 @@ TEST(SimdevTool, UsageErrorsExitTwoOnStderr) {
   for (const Case& c :
        {Case{"gen", "--out"}, Case{"gen --preset bogus --out x", "bogus"},
         Case{"gen --out ''", "--out"}, Case{"gen --out '" + existing.string() + "'", "--force"},
-        Case{"bogus", "bogus"}, Case{"serve", "--socket"},
+        Case{"bogus", "bogus"}, Case{"serve --socket x.sock --runtime-dir y", "--runtime-dir"},
         Case{"serve --socket x.sock --calbin-root /nonexistent-calbin-root",
              "/nonexistent-calbin-root"},
         Case{"serve --socket x.sock --max-clients 8 --max-connections 4", "--max-connections 4"}}) {

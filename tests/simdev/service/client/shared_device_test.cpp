@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <string>
 
+#include "abi/calrt_ext.hpp"
 #include "daemon_process.hpp"
 #include "tests/simdev/service/client/client_session.hpp"
 
@@ -93,6 +95,43 @@ TEST_F(SharedDeviceTest, AnOwnResetIsAPlainCancel) {
   other.reset(calrt::ResetLevel::job_abort);
   EXPECT_EQ(done.status().state, calrt::JobState::completed);
   EXPECT_EQ(done.status().code, CALRT_OK);
+}
+
+// The job serials (other than 0, events of no job) in a trace.
+std::set<uint64_t> job_serials(const std::vector<calrt::TraceEvent>& events) {
+  std::set<uint64_t> serials;
+  for (const calrt::TraceEvent& e : events) {
+    if (e.job_serial != 0) serials.insert(e.job_serial);
+  }
+  return serials;
+}
+
+// Without the daemon's per-session traces, the first reader would take every session's
+// events and the second would find none; a restart by one would clear the other's.
+TEST_F(SharedDeviceTest, EachSessionTracesItsOwnJobsOnly) {
+  start();
+  calrt_test::PrefillSession a(api_, CALRT_TEST_CALBIN);
+  calrt_test::PrefillSession b(api_, CALRT_TEST_CALBIN);
+  calrt_test::PrefillSession quiet(api_, CALRT_TEST_CALBIN);
+  const calrt::DeviceTrace trace_a = calrt::DeviceTrace::of(a.device);
+  const calrt::DeviceTrace trace_b = calrt::DeviceTrace::of(b.device);
+  ASSERT_TRUE(trace_a && trace_b);
+  trace_a.start();
+  trace_b.start();
+  for (calrt_test::PrefillSession* s : {&a, &b, &quiet, &a}) {
+    calrt::Job job = s->submit();
+    ASSERT_EQ(job.wait(std::chrono::seconds(10)), calrt::WaitResult::ready);
+  }
+  trace_a.start();  // restarts a's recording only: b's events stay b's to read
+  calrt::Job late = a.submit();
+  ASSERT_EQ(late.wait(std::chrono::seconds(10)), calrt::WaitResult::ready);
+
+  const std::set<uint64_t> of_b = job_serials(trace_b.drain());
+  const std::set<uint64_t> of_a = job_serials(trace_a.drain());
+  EXPECT_EQ(of_b, (std::set<uint64_t>{2})) << "b ran the device's second job";
+  EXPECT_EQ(of_a, (std::set<uint64_t>{5})) << "a's restart dropped its jobs 1 and 4";
+  EXPECT_TRUE(job_serials(calrt::DeviceTrace::of(quiet.device).drain()).empty())
+      << "a session that never started a recording sees nothing";
 }
 
 TEST_F(SharedDeviceTest, TcpAdmitsOnlyTheTokenHolder) {

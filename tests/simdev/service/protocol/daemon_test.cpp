@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "daemon_process.hpp"
@@ -722,6 +723,34 @@ TEST_F(DaemonTest, AnAttachedClientMayStayIdle) {
   EXPECT_EQ(client.call<svc::DeviceStatus>(in).code, 0u);
 }
 
+// With --idle-timeout-ms an attached session that sends nothing is told goodbye, and its
+// client slot serves another; one that keeps calling, or waits for an answer, is not.
+TEST_F(DaemonTest, IdleSessionsAreClosedAfterTheIdleTimeout) {
+  start({"--max-clients", "2", "--idle-timeout-ms", "400"});
+  RawClient idle = connect();
+  idle.handshake("idle");
+  idle.attach();
+  RawClient busy = connect();
+  busy.handshake("busy");
+  svc::DeviceStatus::In in;
+  in.device.id = busy.attach();
+  const auto begin = std::chrono::steady_clock::now();
+  const svc::Notice bye = expect_notice(idle, svc::MessageType::goodbye);
+  EXPECT_EQ(bye.code, static_cast<uint32_t>(CALRT_WRONG_STATE));
+  EXPECT_NE(bye.message.find("the daemon's --idle-timeout-ms is 400"), std::string::npos)
+      << bye.message;
+  EXPECT_TRUE(idle.closed_by_daemon());
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+  // The busy client called every 100 ms throughout, twice the timeout in all.
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(busy.call<svc::DeviceStatus>(in).code, 0u) << "call " << i;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  RawClient next = connect();
+  next.handshake("next");
+  EXPECT_NE(next.attach(), 0u) << "the idle session's slot is free again";
+}
+
 // Connections beyond --max-connections are closed before anything of them is read, hello or
 // not; they count whether or not they have said hello.
 TEST_F(DaemonTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
@@ -995,10 +1024,12 @@ TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
 }
 
 // Exit status and output of `simdev serve ARGS` that is expected not to start.
-std::pair<int, std::string> failed_start(const fs::path& dir, const std::string& args) {
-  const std::string command = std::string("timeout 20 ") + SIMDEV_EXE + " serve --socket " +
-                              (dir / "s.sock").string() + " " + args + " > " +
-                              (dir / "out.txt").string() + " 2>&1";
+// `seconds` bounds a daemon that starts after all (SIGTERM: it exits 0, `timeout` 124).
+std::pair<int, std::string> failed_start(const fs::path& dir, const std::string& args,
+                                         bool with_socket = true, int seconds = 20) {
+  const std::string socket = with_socket ? "--socket " + (dir / "s.sock").string() + " " : "";
+  const std::string command = "timeout " + std::to_string(seconds) + " " + SIMDEV_EXE + " serve " +
+                              socket + args + " > " + (dir / "out.txt").string() + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(dir / "out.txt");
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1,
@@ -1059,6 +1090,46 @@ TEST(DaemonStartup, TcpNeedsAGoodTokenFile) {
     EXPECT_NE(output.find(cases[i].expected), std::string::npos) << cases[i].what << ": " << output;
     EXPECT_EQ(output.find(secret), std::string::npos) << cases[i].what << ": shows the token";
   }
+  fs::remove_all(dir);
+}
+
+// Without --socket the socket goes into the daemon's own directory: created 0700 (0711 when
+// other uids are allowed, search only), refused when it is anyone else's or wider.
+TEST(DaemonStartup, RuntimeDirIsTheDaemonsOwn) {
+  const fs::path dir = scratch("-runtime");
+  const std::string root = ::geteuid() == 0 ? "--allow-root " : "";
+  const fs::path fresh = dir / "fresh";
+  const fs::path shared = dir / "shared";
+  for (const auto& [path, extra, mode] :
+       {std::tuple{fresh, std::string(), 0700u},
+        std::tuple{shared, std::string("--allow-uid 41000 "), 0711u}}) {
+    const auto [code, output] =
+        failed_start(dir, root + extra + "--runtime-dir " + path.string(), false, 1);
+    EXPECT_EQ(code, 124) << "it listened until the timeout\n" << output;
+    EXPECT_NE(output.find("listening on unix:" + (path / "calrt.sock").string()), std::string::npos)
+        << output;
+    struct stat st {};
+    ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, mode) << path;
+  }
+  const fs::path wide = dir / "wide";
+  fs::create_directories(wide);
+  fs::permissions(wide, fs::perms(0755));
+  const fs::path link = dir / "link";
+  fs::create_directory_symlink(fresh, link);
+  struct Case {
+    fs::path dir;
+    std::string expected;
+  };
+  for (const Case& c :
+       {Case{wide, "mode 0755 lets other users list or change it"}, Case{link, "a symbolic link"},
+        Case{dir / "no" / "parent", "cannot create it"}}) {
+    const auto [code, output] = failed_start(dir, root + "--runtime-dir " + c.dir.string(), false);
+    EXPECT_EQ(code, 1) << c.dir << ": " << output;
+    EXPECT_NE(output.find("--runtime-dir " + c.dir.string() + ": " + c.expected), std::string::npos)
+        << output;
+  }
+  EXPECT_FALSE(fs::exists(wide / "calrt.sock"));
   fs::remove_all(dir);
 }
 
