@@ -3,7 +3,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include <yaml-cpp/yaml.h>
@@ -454,7 +456,58 @@ TimePs fault_duration_ps(const FaultSpec& spec) {
   return spec.duration_ps != 0 ? spec.duration_ps : kDefaultThrottlePs;
 }
 
+namespace {
+
+// A plan is a few lines per fault; these bounds sit far above any real one (the largest in
+// scenarios/ is under 2 KB and 4 levels deep) and far below what makes the YAML parser
+// expensive: 4 MiB of '[' cost it about 1 GB and 6 s. The plan can come from any client of a
+// shared device (through the daemon), so it is measured before it is parsed.
+constexpr size_t kMaxPlanBytes = size_t{1} << 20;
+constexpr int kMaxPlanFlowDepth = 32;
+
+// The deepest flow nesting ('[' and '{' outside quotes and comments) and where it passes the
+// bound, or nullopt when it does not.
+std::optional<size_t> flow_depth_exceeded(std::string_view yaml) {
+  int depth = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < yaml.size(); ++i) {
+    const char c = yaml[i];
+    if (comment) {
+      comment = c != '\n';
+    } else if (quote != 0) {
+      if (c == '\\' && quote == '"') {
+        ++i;  // an escaped character, a quote included
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' &&
+               (i == 0 || yaml[i - 1] == ' ' || yaml[i - 1] == '\t' || yaml[i - 1] == '\n')) {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxPlanFlowDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Expected<FaultPlanSpec> parse_fault_plan(std::string_view yaml, uint32_t chips) {
+  if (yaml.size() > kMaxPlanBytes) {
+    return fail(CALRT_INVALID_ARGUMENT, "fault plan: " + std::to_string(yaml.size()) +
+                                            " bytes, more than the limit of " +
+                                            std::to_string(kMaxPlanBytes));
+  }
+  if (const auto at = flow_depth_exceeded(yaml)) {
+    return fail(CALRT_INVALID_ARGUMENT, "fault plan: brackets nested deeper than " +
+                                            std::to_string(kMaxPlanFlowDepth) + " at byte " +
+                                            std::to_string(*at));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));

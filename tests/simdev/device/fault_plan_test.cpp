@@ -177,6 +177,39 @@ TEST(FaultPlanParse, EmptyPlansInjectNothing) {
   EXPECT_EQ(parse_ok("{}").seed, 0u);
 }
 
+// Measured before the YAML parser sees it: a plan can come from another client of a shared
+// device, and 4 MiB of '[' cost the parser about 1 GB.
+TEST(FaultPlanParse, OversizedAndDeeplyNestedPlansAreRefusedBeforeParsing) {
+  const std::string huge = "faults: []\n#" + std::string(size_t{1} << 20, 'x');
+  auto too_big = parse_fault_plan(huge, kChips);
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().code, CALRT_INVALID_ARGUMENT);
+  EXPECT_NE(too_big.error().message.find("more than the limit of 1048576"), std::string::npos)
+      << too_big.error().message;
+
+  const std::string deep = "faults: " + std::string(33, '[') + std::string(33, ']');
+  auto too_deep = parse_fault_plan(deep, kChips);
+  ASSERT_FALSE(too_deep);
+  EXPECT_NE(too_deep.error().message.find("nested deeper than 32 at byte 40"), std::string::npos)
+      << too_deep.error().message;
+  auto flood = parse_fault_plan(std::string(size_t{4} << 20, '['), kChips);
+  ASSERT_FALSE(flood);
+
+  // Brackets in quotes and comments are text, and a plan within both bounds parses.
+  const std::string brackets = std::string(40, '[');
+  parse_ok("seed: 7  # " + brackets + "\nfaults: []");
+  for (const std::string& quoted : {"'" + brackets + "'", "\"\\\"" + brackets + "\""}) {
+    // Refused by the reader (no such key), not by the depth bound.
+    auto read = parse_fault_plan("seed: 7\nnote: " + quoted + "\nfaults: []", kChips);
+    ASSERT_FALSE(read) << quoted;
+    EXPECT_NE(read.error().message.find("unknown key"), std::string::npos) << read.error().message;
+  }
+  const std::string plan = "faults: [{kind: job_hang, at_job: 1}]";
+  EXPECT_EQ(
+      parse_ok(plan + "\n#" + std::string((size_t{1} << 20) - plan.size() - 2, 'x')).faults.size(),
+      1u);
+}
+
 struct BadPlan {
   const char* yaml;
   std::vector<std::string> mentions;  // the field and the value the message must name
