@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 #include <vector>
 #include "abi/calrt_ext.hpp"
 
@@ -144,6 +145,69 @@ void kv_freed_and_busy(ClauseContext& ctx) {
   job.cancel();
 }
 
+// Every allocation is exactly what was asked for or refused; the capacity report counts every
+// free token, fragmented or not. Handles of a quarter of the reservation (at most the
+// context) after a small first one fill it up to a remainder that no further handle fits;
+// freeing the first and the third then leaves the free room in pieces.
+void kv_partial_and_fragmented(ClauseContext& ctx) {
+  const Fixture f = ctx.fixture(Setup::configured);
+  const uint64_t total = f.calbin.kv_capacity().total_tokens;
+  const auto piece = static_cast<uint32_t>(std::min<uint64_t>(f.info.context, total / 4));
+  require(piece > 2, fmt::format("a reservation of {} tokens is too small for this clause", total));
+  const uint32_t first = (total - 1) % piece == 0 ? 2 : 1;  // leaves a non-zero remainder
+  std::vector<std::pair<calrt::Kv, uint32_t>> live;
+  uint64_t held = 0;
+  auto checked_allocate = [&](uint32_t tokens, const char* what) -> CallOutcome {
+    calrt::Kv kv;
+    const CallOutcome outcome = allocate(ctx, f, tokens, &kv);
+    if (!outcome.ok()) return outcome;
+    const calrt::KvInfo info = kv.info();
+    require(info.capacity_tokens == tokens,
+            fmt::format("Kv_Allocate({}) ({}) succeeded with a capacity of {}: an allocation is "
+                        "exactly what was asked for, or KV_EXHAUSTED",
+                        tokens, what, info.capacity_tokens));
+    held += tokens;
+    live.emplace_back(std::move(kv), tokens);
+    return outcome;
+  };
+  require(checked_allocate(first, "the first, small handle").ok(),
+          fmt::format("Kv_Allocate({}) on an empty reservation of {} failed", first, total));
+  for (int i = 0;; ++i) {
+    require(i <= 8,
+            fmt::format("Kv_Allocate({}) of a reservation of {} never refused", piece, total));
+    const CallOutcome outcome = checked_allocate(piece, "filling the reservation");
+    if (outcome.ok()) continue;
+    expect_code(outcome, CALRT_KV_EXHAUSTED, "Kv_Allocate past the reservation");
+    break;
+  }
+  auto check_capacity = [&](const char* when) {
+    const calrt::KvCapacity now = f.calbin.kv_capacity();
+    require(now.free_tokens == total - held,
+            fmt::format("Kv_Capacity {}: free_tokens {}, but {} of {} tokens are held: free is "
+                        "every free token, not the largest piece",
+                        when, now.free_tokens, held, total));
+    require(now.largest_free_tokens <= now.free_tokens,
+            fmt::format("Kv_Capacity {}: largest_free_tokens {} exceeds free_tokens {}", when,
+                        now.largest_free_tokens, now.free_tokens));
+    return now;
+  };
+  const calrt::KvCapacity full = check_capacity("with the reservation full");
+  require(full.largest_free_tokens < piece,
+          fmt::format("Kv_Allocate({}) was refused, yet largest_free_tokens is {}", piece,
+                      full.largest_free_tokens));
+  require(live.size() >= 4, fmt::format("only {} handles fit", live.size()));
+  held -= live[0].second + live[2].second;
+  live[0].first.free();
+  live[2].first.free();
+  const calrt::KvCapacity holes = check_capacity("after freeing two handles apart");
+  require(holes.largest_free_tokens >= piece,
+          fmt::format("Kv_Capacity: largest_free_tokens {} after a handle of {} was freed",
+                      holes.largest_free_tokens, piece));
+  require(checked_allocate(piece, "into the freed handle's room").ok(),
+          fmt::format("Kv_Allocate({}) refused with a freed room of {} tokens", piece, piece));
+  check_capacity("after allocating into the freed room");
+}
+
 }  // namespace
 
 std::vector<Clause> clauses_kv() {
@@ -154,6 +218,7 @@ std::vector<Clause> clauses_kv() {
       {"KV.4", "KV", "overflow is never success", kv_overflow},
       {"KV.5", "KV", "fill level and clear", kv_fill_and_clear},
       {"KV.6", "KV", "freed and busy KV", kv_freed_and_busy},
+      {"KV.7", "KV", "partial allocation and fragmentation", kv_partial_and_fragmented},
   };
 }
 

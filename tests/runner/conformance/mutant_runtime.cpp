@@ -1124,6 +1124,35 @@ CalrtError* kv_capacity_stale(Calrt_Kv_Capacity_Args* args) {
 }
 void apply_kv_capacity_stale(CalrtApi& table) { table.Kv_Capacity = &kv_capacity_stale; }
 
+// kv-shrinks: an allocation that does not fit is given whatever single piece is free
+// instead of KV_EXHAUSTED.
+CalrtError* kv_allocate_shrinking(Calrt_Kv_Allocate_Args* args) {
+  CalrtError* error = sim().Kv_Allocate(args);
+  if (code_of(error) != CALRT_KV_EXHAUSTED) return error;
+  auto capacity = make_args<Calrt_Kv_Capacity_Args>(CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE);
+  capacity.calbin = args->calbin;
+  CalrtError* query = sim().Kv_Capacity(&capacity);
+  if (query != nullptr || capacity.largest_free_tokens == 0) {
+    destroy(query);
+    return error;
+  }
+  destroy(error);
+  const uint32_t asked = args->capacity_tokens;
+  args->capacity_tokens = static_cast<uint32_t>(capacity.largest_free_tokens);
+  error = sim().Kv_Allocate(args);
+  args->capacity_tokens = asked;
+  return error;
+}
+void apply_kv_shrinks(CalrtApi& table) { table.Kv_Allocate = &kv_allocate_shrinking; }
+
+// kv-free-is-largest: Kv_Capacity reports the largest free piece as the free total.
+CalrtError* kv_capacity_largest(Calrt_Kv_Capacity_Args* args) {
+  CalrtError* error = sim().Kv_Capacity(args);
+  if (error == nullptr) args->free_tokens = args->largest_free_tokens;
+  return error;
+}
+void apply_kv_free_is_largest(CalrtApi& table) { table.Kv_Capacity = &kv_capacity_largest; }
+
 void apply_kv_clear_ignored(CalrtApi& table) {
   table.Kv_Clear = [](Calrt_Kv_Clear_Args*) -> CalrtError* { return nullptr; };
 }
@@ -1342,6 +1371,13 @@ constexpr std::array kDefinitions = {
                 "Kv_Allocate: takes whole prefill chunks, so a job past the capacity asked "
                 "for completes"},
                &apply_kv_rounds_up},
+    Definition{{"kv-shrinks",
+                "Kv_Allocate: an allocation that does not fit gets the largest free piece "
+                "instead of KV_EXHAUSTED"},
+               &apply_kv_shrinks},
+    Definition{
+        {"kv-free-is-largest", "Kv_Capacity: reports the largest free piece as the free total"},
+        &apply_kv_free_is_largest},
     Definition{{"kv-clear-ignored", "Kv_Clear: reports success, the fill level stays"},
                &apply_kv_clear_ignored},
     Definition{

@@ -52,9 +52,9 @@ const std::vector<Control>& controls() {
       // the substring Job_Submit accepts goes unnoticed there. CAL.6 catches it: Job_Submit
       // of the prefill model's name without its last character runs the prefill.
       {CALRT_NEG_substring_model_name, "substring-model-name", {"BUF.1", "CAL.6"}},
-      // KV.2: context + 1 is allocated; KV.3: allocations never run out. KV.4 allocates 8
+      // KV.2: context + 1 is allocated; KV.3 and KV.7: allocations never run out. KV.4 allocates 8
       // tokens, which fit, and the job past them is still refused by the device.
-      {CALRT_NEG_kv_overflow_success, "kv-overflow-success", {"KV.2", "KV.3"}},
+      {CALRT_NEG_kv_overflow_success, "kv-overflow-success", {"KV.2", "KV.3", "KV.7"}},
       // JOB.4: a 10 ms wait on a hung job lasts 10 s. THR.2: the waiter's 2 s wait lasts
       // 2000 s, so the device's watchdog ends the job (DEVICE_HUNG) before the other
       // thread's cancel does. JOB.5 and JOB.6 see their short wait end READY (the job done)
@@ -154,6 +154,9 @@ const std::vector<Breaker>& breakers() {
       {"KV.4", "kv-rounds-up"},
       {"KV.5", "kv-clear-ignored"},
       {"KV.6", "kv-apply-unchecked"},
+      {"KV.7", "kv-overflow-success"},
+      {"KV.7", "kv-shrinks"},
+      {"KV.7", "kv-free-is-largest"},
       {"RST.1", "reset-escalates"},
       {"RST.2", "reset-downgrades"},
       {"RST.3", "reset-keeps-faulted"},
