@@ -1124,6 +1124,32 @@ CalrtError* kv_capacity_stale(Calrt_Kv_Capacity_Args* args) {
 }
 void apply_kv_capacity_stale(CalrtApi& table) { table.Kv_Capacity = &kv_capacity_stale; }
 
+// zero-outs-unwritten: out fields whose value is 0 are left as the caller filled them (a
+// CSR's value, a KV's fill level, the device's error and reset counts).
+void apply_zero_outs_unwritten(CalrtApi& table) {
+  table.Buffer_GetCsr = [](Calrt_Buffer_GetCsr_Args* args) -> CalrtError* {
+    Calrt_Buffer_GetCsr_Args copy = *args;
+    CalrtError* error = sim().Buffer_GetCsr(&copy);
+    if (copy.value != 0) args->value = copy.value;
+    return error;
+  };
+  table.Kv_Info = [](Calrt_Kv_Info_Args* args) -> CalrtError* {
+    Calrt_Kv_Info_Args copy = *args;
+    CalrtError* error = sim().Kv_Info(&copy);
+    args->capacity_tokens = copy.capacity_tokens;
+    if (copy.filled_tokens != 0) args->filled_tokens = copy.filled_tokens;
+    return error;
+  };
+  table.Device_Status = [](Calrt_Device_Status_Args* args) -> CalrtError* {
+    const uint64_t errors = args->error_count;
+    const uint64_t resets = args->reset_count;
+    CalrtError* error = sim().Device_Status(args);
+    if (args->error_count == 0) args->error_count = errors;
+    if (args->reset_count == 0) args->reset_count = resets;
+    return error;
+  };
+}
+
 // kv-shrinks: an allocation that does not fit is given whatever single piece is free
 // instead of KV_EXHAUSTED.
 CalrtError* kv_allocate_shrinking(Calrt_Kv_Allocate_Args* args) {
@@ -1371,6 +1397,10 @@ constexpr std::array kDefinitions = {
                 "Kv_Allocate: takes whole prefill chunks, so a job past the capacity asked "
                 "for completes"},
                &apply_kv_rounds_up},
+    Definition{{"zero-outs-unwritten",
+                "Buffer_GetCsr, Kv_Info and Device_Status: out fields whose value is 0 are not "
+                "written"},
+               &apply_zero_outs_unwritten},
     Definition{{"kv-shrinks",
                 "Kv_Allocate: an allocation that does not fit gets the largest free piece "
                 "instead of KV_EXHAUSTED"},

@@ -154,6 +154,7 @@ const std::vector<Breaker>& breakers() {
       {"KV.4", "kv-rounds-up"},
       {"KV.5", "kv-clear-ignored"},
       {"KV.6", "kv-apply-unchecked"},
+      {"VER.7", "zero-outs-unwritten"},
       {"KV.7", "kv-overflow-success"},
       {"KV.7", "kv-shrinks"},
       {"KV.7", "kv-free-is-largest"},
@@ -328,6 +329,24 @@ TEST(ClauseTable, EveryMutationIsUsed) {
 TEST(ClauseTable, TheForwardingTableItselfPassesEverything) {
   const auto results = run_on("none", {});
   EXPECT_TRUE(failed(results).empty()) << describe(results);
+}
+
+// The whole suite under a mutation: exactly the clauses the breakers table gives it fail.
+// For the mutations whose whole-suite run is quick (no mutated wait or hang to sit out).
+TEST(ClauseTable, QuickMutationsFailExactlyTheirClauses) {
+  for (const char* mutation : {"zero-outs-unwritten", "kv-shrinks", "kv-free-is-largest",
+                               "error-destroy-leaks", "status-null-firmware"}) {
+    std::set<std::string> expected;
+    for (const Breaker& breaker : breakers()) {
+      if (breaker.mutation == mutation) expected.insert(breaker.clause);
+    }
+    ASSERT_FALSE(expected.empty()) << mutation;
+    std::set<std::string> failing;
+    for (const ClauseResult& r : run_on(mutation, {})) {
+      if (r.verdict == ClauseResult::Verdict::fail) failing.insert(r.id);
+    }
+    EXPECT_EQ(join(failing), join(expected)) << mutation;
+  }
 }
 
 class ClauseBreaker : public testing::TestWithParam<Breaker> {};
