@@ -1124,6 +1124,74 @@ CalrtError* kv_capacity_stale(Calrt_Kv_Capacity_Args* args) {
 }
 void apply_kv_capacity_stale(CalrtApi& table) { table.Kv_Capacity = &kv_capacity_stale; }
 
+// The index of the CSR called `name` in the model, or nullopt.
+std::optional<uint32_t> csr_named(CalrtCalbin* calbin, const char* model, const char* name) {
+  for (uint32_t i = 0; i < 16; ++i) {
+    auto args = make_args<Calrt_Calbin_GetCsr_Args>(CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE);
+    args.calbin = calbin;
+    args.model_name = model;
+    args.index = i;
+    if (CalrtError* error = sim().Calbin_GetCsr(&args); error != nullptr) {
+      destroy(error);
+      return std::nullopt;
+    }
+    if (args.name != nullptr && std::strcmp(args.name, name) == 0) return i;
+  }
+  return std::nullopt;
+}
+
+uint64_t csr_value(CalrtBuffer* buffer, uint32_t index) {
+  auto args = make_args<Calrt_Buffer_GetCsr_Args>(CALRT_BUFFER_GETCSR_ARGS_STRUCT_SIZE);
+  args.buffer = buffer;
+  args.csr_index = index;
+  destroy(sim().Buffer_GetCsr(&args));
+  return args.value;
+}
+
+void set_csr_value(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
+  auto args = make_args<Calrt_Buffer_SetCsr_Args>(CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
+  args.buffer = buffer;
+  args.csr_index = index;
+  args.value = value;
+  destroy(sim().Buffer_SetCsr(&args));
+}
+
+// Submits with one CSR replaced by `change(value)`, then puts the caller's value back: the
+// device reads the CSRs at submission, and Buffer_GetCsr still shows what the caller set.
+template <class Change>
+CalrtError* submit_with_csr(Calrt_Job_Submit_Args* args, const char* name, Change change) {
+  const auto index = args->calbin != nullptr && args->model_name != nullptr && args->input
+                         ? csr_named(args->calbin, args->model_name, name)
+                         : std::nullopt;
+  if (!index) return sim().Job_Submit(args);
+  const uint64_t asked = csr_value(args->input, *index);
+  set_csr_value(args->input, *index, change(args->calbin, asked));
+  CalrtError* error = sim().Job_Submit(args);
+  set_csr_value(args->input, *index, asked);
+  return error;
+}
+
+// past-kv-ignored: every chunk is written from KV position 0, whatever
+// past_kv_cur_seq_len says.
+void apply_past_kv_ignored(CalrtApi& table) {
+  table.Job_Submit = [](Calrt_Job_Submit_Args* args) -> CalrtError* {
+    return submit_with_csr(args, "past_kv_cur_seq_len",
+                           [](CalrtCalbin*, uint64_t) { return uint64_t{0}; });
+  };
+}
+
+// cur-seq-len-corrected: a cur_seq_len beyond the model's chunk is cut to the chunk.
+void apply_cur_seq_len_corrected(CalrtApi& table) {
+  table.Job_Submit = [](Calrt_Job_Submit_Args* args) -> CalrtError* {
+    return submit_with_csr(args, "cur_seq_len", [](CalrtCalbin* calbin, uint64_t value) {
+      auto info = make_args<Calrt_Calbin_GetInfo_Args>(CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE);
+      info.calbin = calbin;
+      destroy(sim().Calbin_GetInfo(&info));
+      return info.prefill_chunk != 0 ? std::min<uint64_t>(value, info.prefill_chunk) : value;
+    });
+  };
+}
+
 // zero-outs-unwritten: out fields whose value is 0 are left as the caller filled them (a
 // CSR's value, a KV's fill level, the device's error and reset counts).
 void apply_zero_outs_unwritten(CalrtApi& table) {
@@ -1397,6 +1465,13 @@ constexpr std::array kDefinitions = {
                 "Kv_Allocate: takes whole prefill chunks, so a job past the capacity asked "
                 "for completes"},
                &apply_kv_rounds_up},
+    Definition{{"past-kv-ignored",
+                "Job_Submit: every chunk goes to KV position 0, whatever past_kv_cur_seq_len "
+                "says"},
+               &apply_past_kv_ignored},
+    Definition{{"cur-seq-len-corrected",
+                "Job_Submit: a cur_seq_len beyond the model's chunk is cut to the chunk"},
+               &apply_cur_seq_len_corrected},
     Definition{{"zero-outs-unwritten",
                 "Buffer_GetCsr, Kv_Info and Device_Status: out fields whose value is 0 are not "
                 "written"},
