@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "abi/calrt_ext.hpp"
 #include "runner/conformance/clauses/clauses.hpp"
 
 namespace runner {
@@ -117,8 +118,10 @@ void ver_smaller_struct(ClauseContext& ctx) {
               "Job_Wait with struct_size 0");
   job.wait(kClauseWait);
 
-  // Every other entry that takes an args struct and leaves the objects alive, each with
-  // valid handles, so that only the size is wrong.
+  // Every other entry that takes an args struct, each with valid handles, so that only the
+  // size is wrong (tests/runner/conformance/struct_size_coverage_test.cpp checks that this
+  // list names every *_ARGS_STRUCT_SIZE macro of calrt.h and calrt_ext.h). The code after the
+  // call (the macro's last argument) checks what must not have happened.
 #define CONF_SMALL(Field, ...)                                        \
   do {                                                                \
     auto small = args_of<Calrt_##Field##_Args>();                     \
@@ -126,6 +129,16 @@ void ver_smaller_struct(ClauseContext& ctx) {
     small.struct_size -= 1;                                           \
     expect_code(CONF_CALL(ctx, Field, small), CALRT_STRUCT_TOO_SMALL, \
                 #Field " with struct_size - 1");                      \
+  } while (0)
+  // The same for an entry that creates: no handle may come out in `out`.
+#define CONF_SMALL_CREATE(Field, out, ...)                                            \
+  do {                                                                                \
+    auto small = args_of<Calrt_##Field##_Args>();                                     \
+    __VA_ARGS__;                                                                      \
+    small.struct_size -= 1;                                                           \
+    expect_code(CONF_CALL(ctx, Field, small), CALRT_STRUCT_TOO_SMALL,                 \
+                #Field " with struct_size - 1");                                      \
+    require(small.out == nullptr, #Field " with struct_size - 1 handed out a " #out); \
   } while (0)
   const std::string model = f.prefill.name();
   CONF_SMALL(Device_ChipStatus, small.device = f.device.get());
@@ -146,6 +159,60 @@ void ver_smaller_struct(ClauseContext& ctx) {
   CONF_SMALL(Kv_Info, small.kv = f.kv.get());
   CONF_SMALL(Kv_Clear, small.kv = f.kv.get());
   CONF_SMALL(Kv_Capacity, small.calbin = f.calbin.get());
+  // Entries that create: refused, and no handle comes out.
+  const std::string path = ctx.options.calbin.string();
+  CONF_SMALL_CREATE(Calbin_Create, calbin, small.device = f.device.get();
+                    small.path = path.c_str());
+  CONF_SMALL_CREATE(Buffer_Create, buffer, small.calbin = f.calbin.get();
+                    small.model_name = model.c_str());
+  CONF_SMALL_CREATE(Job_Submit, job, small.calbin = f.calbin.get();
+                    small.model_name = model.c_str(); small.input = f.prefill.input.get();
+                    small.output = f.prefill.output.get());
+  // Entries that act or release: refused, and the object is still there afterwards.
+  CONF_SMALL(Calbin_Configure, small.calbin = f.calbin.get());
+  CONF_SMALL(Device_Reset, small.device = f.device.get(); small.level = CALRT_RESET_JOB_ABORT);
+  CONF_SMALL(Kv_Apply, small.kv = f.kv.get(); small.input = f.prefill.input.get());
+  CONF_SMALL(Kv_Free, small.kv = f.kv.get());
+  CONF_SMALL(Job_Destroy, small.job = job.get());
+  CONF_SMALL(Buffer_Destroy, small.buffer = f.prefill.output.get());
+  CONF_SMALL(Calbin_Destroy, small.calbin = f.calbin.get());
+  CONF_SMALL(Device_Destroy, small.device = f.device.get());
+  require(f.kv.info().capacity_tokens == kJobKvTokens, "the KV after Kv_Free with a small struct");
+  require(job.status().is_final(), "the job after Job_Destroy with a small struct");
+  (void)f.prefill.output.map(0);
+  require(f.calbin.info().configured, "the calbin after Calbin_Destroy with a small struct");
+  require(f.device.status().chip_count > 0, "the device after Device_Destroy with a small struct");
+
+  // The extensions' entries, for each extension the runtime offers.
+#define CONF_SMALL_EXT(Field, Ext, type, size, ...)                                               \
+  if (const auto* ext = reinterpret_cast<const Ext*>(calrt::find_extension(ctx.api, type, size)); \
+      ext != nullptr && ext->Field != nullptr) {                                                  \
+    auto small = args_of<Calrt_##Field##_Args>();                                                 \
+    __VA_ARGS__;                                                                                  \
+    small.struct_size -= 1;                                                                       \
+    expect_code(ctx.take(ext->Field(&small)), CALRT_STRUCT_TOO_SMALL,                             \
+                #Field " with struct_size - 1");                                                  \
+  }
+  CONF_SMALL_EXT(Clock_Get, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE,
+                 small.device = f.device.get())
+  CONF_SMALL_EXT(Clock_HostSpend, CalrtClockExtension, CALRT_EXT_CLOCK,
+                 CALRT_CLOCK_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Trace_Enable, CalrtTraceExtension, CALRT_EXT_TRACE,
+                 CALRT_TRACE_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Trace_Read, CalrtTraceExtension, CALRT_EXT_TRACE,
+                 CALRT_TRACE_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Fault_SetPlan, CalrtFaultExtension, CALRT_EXT_FAULT,
+                 CALRT_FAULT_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Fault_GetHits, CalrtFaultExtension, CALRT_EXT_FAULT,
+                 CALRT_FAULT_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Diag_Report, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE,
+                 small.device = f.device.get())
+  CONF_SMALL_EXT(Diag_StateHash, CalrtDiagExtension, CALRT_EXT_DIAG,
+                 CALRT_DIAG_EXTENSION_STRUCT_SIZE, small.device = f.device.get())
+  CONF_SMALL_EXT(Probe_Read, CalrtProbeExtension, CALRT_EXT_PROBE,
+                 CALRT_PROBE_EXTENSION_STRUCT_SIZE, small.job = job.get())
+#undef CONF_SMALL_EXT
+#undef CONF_SMALL_CREATE
 #undef CONF_SMALL
 }
 
