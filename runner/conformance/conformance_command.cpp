@@ -76,7 +76,7 @@ fs::path resolve_calbin(const ConformanceCommandOptions& options) {
   if (!options.calbin.empty()) {
     return options.calbin;
   }
-  CalbinStore store(options.calbin_dir);
+  CalbinStore store(options.calbin_dir, "calrt conformance");
   auto calbin = store.get("tiny");
   if (!calbin) {
     throw std::invalid_argument("--calbin-dir: " + calbin.error());

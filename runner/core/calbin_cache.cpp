@@ -18,14 +18,16 @@ std::string how_to_generate(const std::string& preset, const std::filesystem::pa
 // Makes the calbin when this build can. Another process may be making the same one at the
 // same time; the generator publishes a directory only when complete, so losing that race
 // is fine as long as the directory exists afterwards.
-std::string generate_if_missing(const std::string& preset, const std::filesystem::path& dir) {
+std::string generate_if_missing(const std::string& preset, const std::filesystem::path& dir,
+                                const std::string& command) {
   std::error_code error;
   if (std::filesystem::exists(dir, error)) {
     return {};
   }
 #if CALRT_HAVE_SIMDEV_GEN
   std::filesystem::create_directories(dir.parent_path(), error);
-  std::fprintf(stderr, "calrt scenario: generating calbin %s in %s\n", preset.c_str(), dir.c_str());
+  std::fprintf(stderr, "%s: generating calbin %s in %s\n", command.c_str(), preset.c_str(),
+               dir.c_str());
   simdev::gen::GenOptions options;
   options.preset = preset;
   options.out_dir = dir;
@@ -38,6 +40,7 @@ std::string generate_if_missing(const std::string& preset, const std::filesystem
   }
   return {};
 #else
+  (void)command;
   return dir.string() + ": no calbin for preset '" + preset +
          "' (this calrt cannot generate one); " + how_to_generate(preset, dir);
 #endif
@@ -50,7 +53,7 @@ tl::expected<const ScenarioCalbin*, std::string> CalbinStore::get(const std::str
     return found->second.get();
   }
   const std::filesystem::path dir = dir_ / preset;
-  if (std::string error = generate_if_missing(preset, dir); !error.empty()) {
+  if (std::string error = generate_if_missing(preset, dir, command_); !error.empty()) {
     return tl::unexpected(error);
   }
   SmokeOptions options;

@@ -21,7 +21,9 @@ struct ScenarioCalbin {
 
 class CalbinStore {
  public:
-  explicit CalbinStore(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  // `command` names the command in the line that says a calbin is being generated.
+  explicit CalbinStore(std::filesystem::path dir, std::string command = "calrt scenario")
+      : dir_(std::move(dir)), command_(std::move(command)) {}
 
   // The calbin of `preset`; the error (bad input) names the directory and says how to make
   // the calbin when it is missing.
@@ -29,6 +31,7 @@ class CalbinStore {
 
  private:
   std::filesystem::path dir_;
+  std::string command_;
   std::map<std::string, std::unique_ptr<ScenarioCalbin>> loaded_;
 };
 

@@ -47,6 +47,11 @@ calbin::Provenance provenance(const ModelConfig& c, const GenOptions& options,
                                    {"kv_heads", c.kv_heads},
                                    {"head_dim", c.head_dim},
                                    {"ffn", c.ffn}};
+  if (!options.config_file.empty()) {
+    config.erase("preset");
+    config["config_file"] = options.config_file.string();
+    config["architecture"] = c.architecture;
+  }
   if (c.experts > 0) {
     config["experts"] = c.experts;
     config["active_experts"] = c.active_experts;
@@ -123,8 +128,11 @@ calbin::Result<void> list_files(const fs::path& dir, const std::vector<std::stri
 }
 
 std::string equivalent_command(const GenOptions& options) {
-  std::string command = "simdev gen --preset " + options.preset + " --out " +
-                        options.out_dir.string() + " --seed " + std::to_string(options.seed);
+  const std::string model = options.config_file.empty()
+                                ? "--preset " + options.preset
+                                : "--config " + options.config_file.string();
+  std::string command = "simdev gen " + model + " --out " + options.out_dir.string() + " --seed " +
+                        std::to_string(options.seed);
   command += options.with_golden ? "" : " --no-golden";
   command += options.long_cases ? "" : " --no-long";
   command += options.force ? " --force" : "";

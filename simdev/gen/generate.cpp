@@ -5,7 +5,11 @@
 #include <string>
 #include <system_error>
 
+#include "simdev/gen/config_file.hpp"
+#include "simdev/gen/functional_calbin.hpp"
 #include "simdev/gen/preset_table.hpp"
+#include "simdev/gen/timing/timing_calbin.hpp"
+#include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
 namespace {
@@ -22,7 +26,11 @@ std::string known_presets() {
 }
 
 calbin::Result<void> check_options(const GenOptions& options) {
-  if (find_preset(options.preset) == nullptr) {
+  if (!options.config_file.empty()) {
+    if (auto config = read_model_config(options.config_file); !config) {
+      return tl::unexpected(config.error());
+    }
+  } else if (find_preset(options.preset) == nullptr) {
     return calbin::fail("", "--preset",
                         "unknown preset '" + options.preset + "' (known: " + known_presets() + ")");
   }
@@ -37,6 +45,20 @@ calbin::Result<void> check_options(const GenOptions& options) {
                         "the output directory already exists (use --force to replace it)");
   }
   return {};
+}
+
+// A dense model: a functional calbin. A mixture of experts: timing-only, as the reference
+// MoE preset (the functional device has no expert routing yet).
+calbin::Result<calbin::Manifest> build_from_config(const GenOptions& options, const fs::path& dir) {
+  auto config = read_model_config(options.config_file);
+  if (!config) return tl::unexpected(config.error());
+  if (config->experts == 0) return build_functional(*config, options, dir);
+  return build_timing_only(*config, moe_weight_specs(*config),
+                           "timing-only, no weight files (a mixture of experts from " +
+                               options.config_file.string() +
+                               "); attention, router and lm_head int8 w8a8_dynamic; experts "
+                               "int4 w4af16; embeddings and norms bf16",
+                           options, dir);
 }
 
 // "out/" and "out" name the same directory; the temporary sibling needs the latter.
@@ -104,7 +126,8 @@ calbin::Result<calbin::Manifest> generate(const GenOptions& requested) {
   if (error) {
     return calbin::fail(tmp.string(), "", "cannot create: " + error.message());
   }
-  auto manifest = find_preset(options.preset)->build(options, tmp);
+  auto manifest = options.config_file.empty() ? find_preset(options.preset)->build(options, tmp)
+                                              : build_from_config(options, tmp);
   if (!manifest) {
     fs::remove_all(tmp, error);
     return manifest;

@@ -14,6 +14,8 @@ namespace simdev::gen {
 
 struct GenOptions {
   std::string preset = "tiny";
+  // When set, the model comes from this file instead of the preset (config_file.hpp).
+  std::filesystem::path config_file;
   std::filesystem::path out_dir;
   uint64_t seed = 1;
   bool with_golden = true;  // functional presets only

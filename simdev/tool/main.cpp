@@ -81,8 +81,13 @@ int main(int argc, char** argv) {
   bool no_golden = false;
   bool no_long = false;
   CLI::App* gen = app.add_subcommand("gen", "write a calbin directory for a preset");
-  gen->add_option("--preset", gen_options.preset, "preset name (see `simdev presets`)")
-      ->capture_default_str();
+  CLI::Option* preset_option =
+      gen->add_option("--preset", gen_options.preset, "preset name (see `simdev presets`)")
+          ->capture_default_str();
+  gen->add_option("--config", gen_options.config_file,
+                  "the model from a file instead: a Hugging Face config.json (qwen3, qwen3_moe, "
+                  "llama) or the project's YAML (simdev/gen/README.md)")
+      ->excludes(preset_option);
   gen->add_option("--out", out_dir, "output calbin directory")->required();
   gen->add_option("--seed", gen_options.seed, "master seed of weights and golden prompts")
       ->capture_default_str();

@@ -96,7 +96,8 @@ void Session::start_handshake_timer() {
   });
 }
 
-// --idle-timeout-ms: a session that has sent nothing for that long and awaits no answer is
+// --idle-timeout-ms: a session that has sent nothing and been answered nothing for that long
+// (and awaits no answer) is
 // told goodbye, so that a client that went away without closing (a hung process, a lost
 // network namespace) does not hold a --max-clients slot and its device memory for ever. A
 // session blocked in Job_Wait is waiting, not idle.
@@ -108,7 +109,7 @@ void Session::arm_idle_timer(std::chrono::milliseconds after) {
     if (ec || !self || self->phase_ != Phase::welcomed) return;
     const auto limit = self->shared_.idle_timeout;
     const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - self->last_heard_);
+        std::chrono::steady_clock::now() - self->last_activity_);
     if (!self->outstanding_.empty()) {
       self->arm_idle_timer(limit);
     } else if (quiet < limit) {
@@ -135,7 +136,7 @@ void Session::read_more() {
           self->close_now();
           return;
         }
-        self->last_heard_ = std::chrono::steady_clock::now();
+        self->last_activity_ = std::chrono::steady_clock::now();
         self->splitter_.append(std::span<const uint8_t>(self->read_buffer_.data(), n));
         while (self->phase_ == Phase::awaiting_hello || self->phase_ == Phase::welcomed) {
           auto frame = self->splitter_.next();
@@ -389,6 +390,9 @@ void Session::on_response(uint32_t request_id, Outcome outcome) {
     attach_ = Attach::detached;
   }
   if (phase_ != Phase::welcomed) return;
+  // Idle time counts from the answer too: a call that took long must not leave its client
+  // already idle when the answer arrives.
+  last_activity_ = std::chrono::steady_clock::now();
   send(encode_frame(MessageType::response, request_id, outcome.payload));
 }
 

@@ -111,7 +111,8 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer close_timer_;
   asio::steady_timer handshake_timer_;
   asio::steady_timer idle_timer_;
-  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
+  // The last frame read or response sent (--idle-timeout-ms).
+  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
   std::string peer_;
   bool needs_token_;
   bool control_;

@@ -1,0 +1,279 @@
+#include "simdev/gen/config_file.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
+
+namespace simdev::gen {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// Config files are a few kilobytes; anything far larger is not one.
+constexpr uintmax_t kMaxConfigBytes = uintmax_t{1} << 20;
+
+calbin::Result<std::string> read_text(const fs::path& path) {
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) return calbin::fail(path.string(), "", "cannot read: " + error.message());
+  if (size > kMaxConfigBytes) {
+    return calbin::fail(path.string(), "",
+                        std::to_string(size) + " bytes; a model config is at most " +
+                            std::to_string(kMaxConfigBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) return calbin::fail(path.string(), "", "cannot read");
+  return text.str();
+}
+
+// "Qwen3-0.6B" -> "qwen3_0_6b": lower case, one '_' for each run of other characters.
+std::string model_name(const std::string& text) {
+  std::string name;
+  for (const char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!name.empty() && name.back() != '_') {
+      name += '_';
+    }
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  return name;
+}
+
+void name_models(ModelConfig& c, const std::string& name) {
+  c.calbin_version_prefix = name;
+  c.prefill_model = name + "_prefill_c" + std::to_string(c.prefill_chunk);
+  c.decode_model = name + "_decode";
+}
+
+class JsonConfig {
+ public:
+  JsonConfig(const fs::path& path, const Json& doc) : path_(path), doc_(doc) {}
+
+  calbin::Result<uint32_t> count(const char* key) const {
+    if (!doc_.contains(key)) return calbin::fail(path_.string(), key, "missing");
+    return count_of(key, doc_.at(key));
+  }
+  calbin::Result<uint32_t> count_or(const char* key, uint32_t fallback) const {
+    if (!doc_.contains(key) || doc_.at(key).is_null()) return fallback;
+    return count_of(key, doc_.at(key));
+  }
+  calbin::Result<double> number_or(const char* key, double fallback) const {
+    if (!doc_.contains(key) || doc_.at(key).is_null()) return fallback;
+    const Json& v = doc_.at(key);
+    if (!v.is_number() || !(v.get<double>() > 0)) {
+      return calbin::fail(path_.string(), key, v.dump() + " is not a positive number");
+    }
+    return v.get<double>();
+  }
+  // A field that must be absent, null, or `allowed` (as JSON).
+  calbin::Result<void> only(const char* key, const std::set<std::string>& allowed,
+                            const std::string& why) const {
+    if (!doc_.contains(key) || doc_.at(key).is_null()) return {};
+    const std::string value = doc_.at(key).dump();
+    if (allowed.contains(value)) return {};
+    return calbin::fail(path_.string(), key, value + ": " + why);
+  }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    return doc_.contains(key) && doc_.at(key).is_string() ? doc_.at(key).get<std::string>()
+                                                          : fallback;
+  }
+
+ private:
+  calbin::Result<uint32_t> count_of(const char* key, const Json& v) const {
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (1 << 30)) {
+      return calbin::fail(path_.string(), key, v.dump() + " is not a positive integer");
+    }
+    return static_cast<uint32_t>(v.get<int64_t>());
+  }
+
+  fs::path path_;
+  const Json& doc_;
+};
+
+// Stores the value of a Result, or returns its error from the enclosing function.
+#define CONFIG_TRY(target, expr)                                  \
+  do {                                                            \
+    auto config_read = (expr);                                    \
+    if (!config_read) return tl::unexpected(config_read.error()); \
+    (target) = *config_read;                                      \
+  } while (0)
+
+calbin::Result<ModelConfig> read_hf_config(const fs::path& path) {
+  auto text = read_text(path);
+  if (!text) return tl::unexpected(text.error());
+  Json doc;
+  try {
+    doc = Json::parse(*text);
+  } catch (const Json::parse_error& e) {
+    return calbin::fail(path.string(), "", std::string("not JSON: ") + e.what());
+  }
+  if (!doc.is_object()) return calbin::fail(path.string(), "", "not a JSON object");
+  const JsonConfig j(path, doc);
+  const std::string type = j.string_or("model_type", "");
+  if (type != "qwen3" && type != "qwen3_moe" && type != "llama") {
+    return calbin::fail(path.string(), "model_type",
+                        "'" + type + "': supported are qwen3, qwen3_moe and llama");
+  }
+  const bool moe = type == "qwen3_moe";
+  // What the device's model (calbin/MODEL.md) does not have is refused, not approximated.
+  const std::string not_modelled = "not modelled by the simulator (calbin/MODEL.md)";
+  if (auto r = j.only("rope_scaling", {}, "RoPE scaling is " + not_modelled); !r) {
+    return tl::unexpected(r.error());
+  }
+  for (const char* key : {"attention_bias", "mlp_bias", "use_sliding_window"}) {
+    if (auto r = j.only(key, {"false"}, "biases and sliding windows are " + not_modelled); !r) {
+      return tl::unexpected(r.error());
+    }
+  }
+  if (auto r = j.only("hidden_act", {"\"silu\""}, "only SiLU is modelled"); !r) {
+    return tl::unexpected(r.error());
+  }
+  if (moe) {
+    if (auto r = j.only("decoder_sparse_step", {"1"}, "every layer must be MoE"); !r) {
+      return tl::unexpected(r.error());
+    }
+    if (auto r = j.only("mlp_only_layers", {"[]"}, "every layer must be MoE"); !r) {
+      return tl::unexpected(r.error());
+    }
+  }
+
+  ModelConfig c;
+  c.architecture = type;
+  CONFIG_TRY(c.layers, j.count("num_hidden_layers"));
+  CONFIG_TRY(c.hidden, j.count("hidden_size"));
+  CONFIG_TRY(c.q_heads, j.count("num_attention_heads"));
+  CONFIG_TRY(c.kv_heads, j.count_or("num_key_value_heads", c.q_heads));
+  if (c.hidden % c.q_heads != 0 && !doc.contains("head_dim")) {
+    return calbin::fail(path.string(), "head_dim",
+                        "missing, and hidden_size " + std::to_string(c.hidden) +
+                            " is not a multiple of num_attention_heads " +
+                            std::to_string(c.q_heads));
+  }
+  CONFIG_TRY(c.head_dim, j.count_or("head_dim", c.hidden / c.q_heads));
+  CONFIG_TRY(c.vocab, j.count("vocab_size"));
+  if (moe) {
+    CONFIG_TRY(c.ffn, j.count("moe_intermediate_size"));
+    CONFIG_TRY(c.experts, j.count("num_experts"));
+    CONFIG_TRY(c.active_experts, j.count("num_experts_per_tok"));
+  } else {
+    CONFIG_TRY(c.ffn, j.count("intermediate_size"));
+  }
+  CONFIG_TRY(c.tokenizer_context, j.count_or("max_position_embeddings", 32768));
+  CONFIG_TRY(c.rope_theta, j.number_or("rope_theta", 10000.0));
+  CONFIG_TRY(c.rms_eps, j.number_or("rms_norm_eps", 1e-6));
+  c.chips = kDefaultConfigChips;
+  c.prefill_chunk = kDefaultConfigChunk;
+  c.context = std::min(kDefaultConfigContext, c.tokenizer_context);
+  c.context -= c.context % c.prefill_chunk;
+  c.batch = 1;
+  const std::string dir = path.parent_path().filename().string();
+  name_models(c, model_name(dir.empty() ? type : dir));
+  return c;
+}
+
+calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
+  auto text = read_text(path);
+  if (!text) return tl::unexpected(text.error());
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return calbin::fail(
+        path.string(), "",
+        "YAML syntax error at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) return calbin::fail(path.string(), "", "not a YAML mapping");
+  ModelConfig c;
+  if (const YAML::Node base = root["hf_config"]) {
+    if (!base.IsScalar()) return calbin::fail(path.string(), "hf_config", "not a path");
+    auto from = read_hf_config(path.parent_path() / base.as<std::string>());
+    if (!from) return from;
+    c = *from;
+  }
+  std::map<std::string, uint32_t*> counts = {
+      {"layers", &c.layers},
+      {"hidden", &c.hidden},
+      {"q_heads", &c.q_heads},
+      {"kv_heads", &c.kv_heads},
+      {"head_dim", &c.head_dim},
+      {"ffn", &c.ffn},
+      {"experts", &c.experts},
+      {"active_experts", &c.active_experts},
+      {"vocab", &c.vocab},
+      {"context", &c.context},
+      {"batch", &c.batch},
+      {"prefill_chunk", &c.prefill_chunk},
+      {"chips", &c.chips},
+      {"logits_tile_d0", &c.logits_tile_d0},
+      {"tokenizer_context", &c.tokenizer_context},
+  };
+  std::map<std::string, double*> reals = {{"rope_theta", &c.rope_theta}, {"rms_eps", &c.rms_eps}};
+  std::string name;
+  for (const auto& item : root) {
+    const std::string key = item.first.as<std::string>();
+    const YAML::Node& value = item.second;
+    const std::string shown = value.IsScalar() ? "'" + value.Scalar() + "'" : "a non-scalar";
+    if (key == "hf_config") continue;
+    if (key == "name") {
+      name = value.IsScalar() ? model_name(value.Scalar()) : "";
+      if (name.empty()) {
+        return calbin::fail(path.string(), "name", shown + " has no letter or digit");
+      }
+    } else if (const auto count = counts.find(key); count != counts.end()) {
+      int64_t v = 0;
+      if (!value.IsScalar() || !YAML::convert<int64_t>::decode(value, v) ||
+          v < (key == "experts" || key == "active_experts" ? 0 : 1) || v > (1 << 30)) {
+        return calbin::fail(path.string(), key, shown + " is not a positive integer");
+      }
+      *count->second = static_cast<uint32_t>(v);
+    } else if (const auto real = reals.find(key); real != reals.end()) {
+      double v = 0;
+      if (!value.IsScalar() || !YAML::convert<double>::decode(value, v) || !(v > 0)) {
+        return calbin::fail(path.string(), key, shown + " is not a positive number");
+      }
+      *real->second = v;
+    } else {
+      std::string known = "name, hf_config";
+      for (const auto& [k, _] : counts) known += ", " + k;
+      for (const auto& [k, _] : reals) known += ", " + k;
+      return calbin::fail(path.string(), key, "unknown key (known: " + known + ")");
+    }
+  }
+  if (name.empty() && !root["hf_config"]) {
+    return calbin::fail(path.string(), "name", "missing (or give hf_config)");
+  }
+  if (c.experts > 0) c.architecture = "qwen3_moe";
+  name_models(c, name.empty() ? c.calbin_version_prefix : name);
+  return c;
+}
+
+}  // namespace
+
+calbin::Result<ModelConfig> read_model_config(const fs::path& path) {
+  const std::string ext = path.extension().string();
+  auto config = ext == ".json" ? read_hf_config(path)
+                : ext == ".yaml" || ext == ".yml"
+                    ? read_yaml_config(path)
+                    : calbin::fail(path.string(), "",
+                                   "expected a Hugging Face config .json or the project's .yaml");
+  if (!config) return config;
+  if (auto checked = check_config(*config); !checked) {
+    calbin::Error error = checked.error();
+    error.file = path.string();
+    return tl::unexpected(error);
+  }
+  return config;
+}
+
+}  // namespace simdev::gen
