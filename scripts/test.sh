@@ -7,7 +7,8 @@
 #                               instrumentation, so scripts/fuzz.sh reuses this build. The
 #                               `long`, `campaign` and `calibration` labels are left out: under
 #                               ASan they add many minutes and no code path the short cases,
-#                               the smoke tests and the 200-plan campaign miss.
+#                               the smoke tests and the campaign miss. The benchmarks are not
+#                               built there (scripts/lib/builds.sh).
 #   scripts/test.sh --tsan      ThreadSanitizer (clang), in build-tsan/: only the threaded
 #                               parts and the tests labelled `threads` (tests/CMakeLists.txt).
 # Each step prints its wall time. CTest runs on every core and fails when it finds no tests.

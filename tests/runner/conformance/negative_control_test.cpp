@@ -334,7 +334,9 @@ TEST(ClauseTable, TheForwardingTableItselfPassesEverything) {
 }
 
 // The whole suite under a mutation: exactly the clauses the breakers table gives it fail.
-// For the mutations whose whole-suite run is quick (no mutated wait or hang to sit out).
+// For the mutations whose whole-suite run is quick (no mutated wait or hang to sit out). Its
+// own ctest, conformance_mutations_exact, labelled `calibration`: seven whole suites cost
+// 42 s under the sanitizers and check the suite's verdicts, not memory safety.
 TEST(ClauseTable, QuickMutationsFailExactlyTheirClauses) {
   for (const char* mutation :
        {"zero-outs-unwritten", "kv-shrinks", "kv-free-is-largest", "error-destroy-leaks",
