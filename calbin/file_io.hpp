@@ -1,4 +1,5 @@
-// Internal to the calbin library: whole-file reads with a size bound, and atomic writes.
+// Whole-file reads with a size bound, and atomic writes: the calbin library's, and the
+// generator's for the files it reads (simdev/gen/config_file.cpp).
 #pragma once
 
 #include <cstdint>

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
+
+#include "calbin/file_io.hpp"
 
 namespace simdev::gen {
 namespace {
@@ -18,22 +18,10 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 // Config files are a few kilobytes; anything far larger is not one.
-constexpr uintmax_t kMaxConfigBytes = uintmax_t{1} << 20;
+constexpr uint64_t kMaxConfigBytes = uint64_t{1} << 20;
 
 calbin::Result<std::string> read_text(const fs::path& path) {
-  std::error_code error;
-  const uintmax_t size = fs::file_size(path, error);
-  if (error) return calbin::fail(path.string(), "", "cannot read: " + error.message());
-  if (size > kMaxConfigBytes) {
-    return calbin::fail(path.string(), "",
-                        std::to_string(size) + " bytes; a model config is at most " +
-                            std::to_string(kMaxConfigBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) return calbin::fail(path.string(), "", "cannot read");
-  return text.str();
+  return calbin::detail::read_file_bounded(path, kMaxConfigBytes);
 }
 
 // "Qwen3-0.6B" -> "qwen3_0_6b": lower case, one '_' for each run of other characters.

@@ -12,31 +12,15 @@
 #include <future>
 #include <string>
 
-#include "daemon_process.hpp"
-#include "tests/simdev/service/client/client_session.hpp"
+#include "tests/simdev/service/client/daemon_client_test.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
 
-class LateJoinerTest : public ::testing::Test {
+class LateJoinerTest : public calrt_test::DaemonClientTest {
  protected:
-  void start(std::vector<std::string> args = {}) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("calrt_late_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    calrt_test::DaemonOptions options;
-    options.extra_args = std::move(args);
-    daemon_ = std::make_unique<calrt_test::DaemonProcess>(dir_, options);
-    api_ = calrt_test::client_api(daemon_->endpoint());
-  }
-  void TearDown() override {
-    daemon_.reset();
-    fs::remove_all(dir_);
-  }
-
   // The late joiner: its own device session and calbin, configured on another thread.
   struct Joiner {
     calrt::Device device;
@@ -55,10 +39,6 @@ class LateJoinerTest : public ::testing::Test {
       }
     });
   }
-
-  fs::path dir_;
-  std::unique_ptr<calrt_test::DaemonProcess> daemon_;
-  calrt::Api api_;
 };
 
 TEST_F(LateJoinerTest, ConfigureWaitsForTheRunningJobThenSucceeds) {

@@ -15,31 +15,14 @@
 #include <string>
 
 #include "abi/calrt_ext.hpp"
-#include "daemon_process.hpp"
-#include "tests/simdev/service/client/client_session.hpp"
+#include "tests/simdev/service/client/daemon_client_test.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-class SharedDeviceTest : public ::testing::Test {
+class SharedDeviceTest : public calrt_test::DaemonClientTest {
  protected:
-  void start(std::vector<std::string> args = {}) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("calrt_shared_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    calrt_test::DaemonOptions options;
-    options.extra_args = std::move(args);
-    daemon_ = std::make_unique<calrt_test::DaemonProcess>(dir_, options);
-    api_ = calrt_test::client_api(daemon_->endpoint());
-  }
-  void TearDown() override {
-    daemon_.reset();
-    ::unsetenv("CALRT_TOKEN_FILE");
-    fs::remove_all(dir_);
-  }
-
   // The code Device_Create over `endpoint` fails with, or CALRT_OK; its message in *message.
   static CalrtCode create_code(const std::string& endpoint, std::string* message) {
     try {
@@ -52,10 +35,6 @@ class SharedDeviceTest : public ::testing::Test {
       return e.code();
     }
   }
-
-  fs::path dir_;
-  std::unique_ptr<calrt_test::DaemonProcess> daemon_;
-  calrt::Api api_;
 };
 
 TEST_F(SharedDeviceTest, AResetByAnotherSessionPreemptsItsJobs) {
@@ -132,6 +111,25 @@ TEST_F(SharedDeviceTest, EachSessionTracesItsOwnJobsOnly) {
   EXPECT_EQ(of_a, (std::set<uint64_t>{5})) << "a's restart dropped its jobs 1 and 4";
   EXPECT_TRUE(job_serials(calrt::DeviceTrace::of(quiet.device).drain()).empty())
       << "a session that never started a recording sees nothing";
+}
+
+// What one session may keep unread is bounded: a larger recording is refused, not allocated.
+TEST_F(SharedDeviceTest, ATraceAboveTheSessionLimitIsRefused) {
+  start();
+  calrt::Device device = calrt::Device::create(api_, calrt::DeviceKind::sim, 0, "");
+  const calrt::DeviceTrace trace = calrt::DeviceTrace::of(device);
+  ASSERT_TRUE(trace);
+  try {
+    trace.start((uint64_t{1} << 20) + 1);
+    ADD_FAILURE() << "a recording of 2^20 + 1 events was accepted";
+  } catch (const calrt::Error& e) {
+    EXPECT_EQ(e.code(), CALRT_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("field 'capacity_events': 1048577 exceeds the daemon's "
+                                         "per-session limit 1048576"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(trace.start(uint64_t{1} << 20));
 }
 
 TEST_F(SharedDeviceTest, TcpAdmitsOnlyTheTokenHolder) {

@@ -352,6 +352,26 @@ TEST_F(DaemonTest, RefusesWrongMagicProtocolAndAbi) {
     EXPECT_NE(notice.message.find(c.field), std::string::npos) << notice.message;
     EXPECT_TRUE(client.closed_by_daemon());
   }
+  // A client of protocol 1, whose hello has no token: told which protocol the daemon speaks,
+  // not cut off for a short frame. Its layout, field by field (PROTOCOL.md, "Connection").
+  RawClient old = connect();
+  std::vector<uint8_t> hello;
+  svc::Writer w(hello);
+  w.u32(svc::kHelloMagic);
+  w.u16(1);
+  w.u16(0);
+  w.u32(CALRT_ABI_MAJOR);
+  w.u32(CALRT_ABI_MINOR);
+  w.u32(3);
+  for (const char c : std::string("old")) w.u8(static_cast<uint8_t>(c));
+  w.u32(42);
+  ASSERT_FALSE(svc::decode_payload<svc::Hello>(hello, "hello")) << "protocol 1's layout";
+  old.send_frame(svc::MessageType::hello, 0, hello);
+  const svc::Notice notice = expect_notice(old, svc::MessageType::refused);
+  EXPECT_EQ(notice.code, svc::kAbiMismatchCode);
+  EXPECT_NE(notice.message.find("'protocol_major': 1, the daemon speaks protocol 2"),
+            std::string::npos)
+      << notice.message;
   expect_alive();
 }
 
@@ -1070,35 +1090,51 @@ TEST(DaemonStartup, TcpNeedsAGoodTokenFile) {
   std::ofstream(token) << secret << "\n";
   struct Case {
     std::string what;
+    std::string file;
     std::function<void()> arrange;
     std::string expected;
   };
-  const std::vector<Case> cases = {
-      {"readable by others", [&] { fs::permissions(token, fs::perms(0644)); },
+  std::vector<Case> cases = {
+      {"readable by others", "token", [&] { fs::permissions(token, fs::perms(0644)); },
        "mode 0644 lets other users read it"},
-      {"a symbolic link",
+      {"a symbolic link", "link",
        [&] {
          fs::permissions(token, fs::perms(0600));
          fs::create_symlink(token, dir / "link");
        },
        "Too many levels of symbolic links"},
-      {"too short",
+      {"too short", "short",
        [&] {
          std::ofstream(dir / "short") << "short\n";
          fs::permissions(dir / "short", fs::perms(0600));
        },
        "its first line has 5 characters; a token needs at least 16"},
+      {"too large", "large",
+       [&] {
+         std::ofstream(dir / "large") << std::string(5000, 'x');
+         fs::permissions(dir / "large", fs::perms(0600));
+       },
+       "5000 bytes, more than a token file's 4096"},
+      {"a directory", "directory", [&] { fs::create_directory(dir / "directory"); },
+       "not a regular file"},
   };
-  const std::vector<std::string> files = {"token", "link", "short"};
-  for (size_t i = 0; i < cases.size(); ++i) {
-    cases[i].arrange();
-    const auto [code, output] =
-        failed_start(dir, root + "--tcp 0 --token-file " + (dir / files[i]).string());
-    EXPECT_EQ(code, 1) << cases[i].what << ": " << output;
-    EXPECT_NE(output.find("--token-file " + (dir / files[i]).string()), std::string::npos)
-        << cases[i].what << ": " << output;
-    EXPECT_NE(output.find(cases[i].expected), std::string::npos) << cases[i].what << ": " << output;
-    EXPECT_EQ(output.find(secret), std::string::npos) << cases[i].what << ": shows the token";
+  if (::geteuid() == 0) {
+    cases.push_back({"another uid's", "foreign",
+                     [&] {
+                       std::ofstream(dir / "foreign") << secret << "\n";
+                       fs::permissions(dir / "foreign", fs::perms(0600));
+                       ASSERT_EQ(::chown((dir / "foreign").c_str(), 65534, 65534), 0);
+                     },
+                     "owned by uid 65534, not by the daemon's uid 0"});
+  }
+  for (const Case& c : cases) {
+    c.arrange();
+    const std::string path = (dir / c.file).string();
+    const auto [code, output] = failed_start(dir, root + "--tcp 0 --token-file " + path);
+    EXPECT_EQ(code, 1) << c.what << ": " << output;
+    EXPECT_NE(output.find("--token-file " + path), std::string::npos) << c.what << ": " << output;
+    EXPECT_NE(output.find(c.expected), std::string::npos) << c.what << ": " << output;
+    EXPECT_EQ(output.find(secret), std::string::npos) << c.what << ": shows the token";
   }
   fs::remove_all(dir);
 }
@@ -1131,9 +1167,20 @@ TEST(DaemonStartup, RuntimeDirIsTheDaemonsOwn) {
     fs::path dir;
     std::string expected;
   };
-  for (const Case& c :
-       {Case{wide, "mode 0755 lets other users list or change it"}, Case{link, "a symbolic link"},
-        Case{dir / "no" / "parent", "cannot create it"}}) {
+  const fs::path file = dir / "file";
+  std::ofstream(file) << "not a directory";
+  std::vector<Case> cases = {{wide, "mode 0755 lets other users list or change it"},
+                             {link, "a symbolic link"},
+                             {dir / "no" / "parent", "cannot create it"},
+                             {file, "not a directory"}};
+  if (::geteuid() == 0) {
+    const fs::path foreign = dir / "foreign";
+    fs::create_directory(foreign);
+    fs::permissions(foreign, fs::perms(0700));
+    ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0);
+    cases.push_back({foreign, "owned by uid 65534, not by the daemon's uid 0"});
+  }
+  for (const Case& c : cases) {
     const auto [code, output] = failed_start(dir, root + "--runtime-dir " + c.dir.string(), false);
     EXPECT_EQ(code, 1) << c.dir << ": " << output;
     EXPECT_NE(output.find("--runtime-dir " + c.dir.string() + ": " + c.expected), std::string::npos)
