@@ -6,8 +6,16 @@ simulator and under every numeric mutant, and prints what each gate sees.
   scripts/calibrate-gates.py --build build --seeds 1-64 --mutants none
   scripts/calibrate-gates.py --build build --seeds 1-8 --mutants all --cases short
   scripts/calibrate-gates.py --build build --preset tiny-gqa --seeds 1-8 --mutants all
+  scripts/calibrate-gates.py --build build --config tests/simdev/gen/configs/llama-small/config.json \
+      --seeds 1-16 --mutants none
+  scripts/calibrate-gates.py --build build --config ... --seeds 1-4 --mutants all --fp32-only
 
 Clean runs give the noise the gates must tolerate; mutants give the defects they must catch.
+`--config` runs a model from a config file instead of a preset (`simdev gen --config`); the
+table "against the contract reference" shows how far the device is from FP32 next to how far
+the contract reference is over the same rows, which the scaled FP32 gates stand on.
+`--fp32-only` switches the contract gates off, to show what the FP32 gates catch by themselves
+(mutants passing are then reported, not an error).
 The last table is the detection matrix: a mutant row with a `.` anywhere is a defect the
 smoke lets through. Exit status 1 when a clean run fails, a mutant passes, or a mutant
 documented as invisible (INVISIBLE below) is caught after all.
@@ -45,6 +53,9 @@ INVISIBLE = {
     },
     "tiny-gqa": {},
 }
+# The test configs (tests/simdev/gen/configs) have a logits tile of 16 too.
+for name in ["qwen3-small", "llama-small", "qwen3-small-1chip", "qwen3-small-4chip"]:
+    INVISIBLE[name] = {"runner:tile16": "its logits tile is 16"}
 
 
 def seeds_of(text):
@@ -55,16 +66,23 @@ def seeds_of(text):
     return out
 
 
+def model_name(args):
+    if args.config:
+        return os.path.basename(os.path.dirname(args.config)) if args.config.endswith(
+            "config.json") else os.path.splitext(os.path.basename(args.config))[0]
+    return args.preset
+
+
 def calbin_for(args, seed):
     # The long golden cases cost most of the generation; short runs do without them.
     short = args.cases != "all"
-    path = os.path.join(args.cache, f"{args.preset}-seed{seed}" + ("-short" if short else ""))
+    path = os.path.join(args.cache, f"{model_name(args)}-seed{seed}" + ("-short" if short else ""))
     simdev = os.path.join(args.build, "simdev/tool/simdev")
     manifest = os.path.join(path, "manifest.json")
     # A calbin of an older generator may lack what the gates read (the contract rows).
     if not os.path.exists(manifest) or os.path.getmtime(manifest) < os.path.getmtime(simdev):
-        subprocess.run([simdev, "gen", "--preset", args.preset,
-                        "--seed", str(seed), "--out", path, "--force"] +
+        model = ["--config", args.config] if args.config else ["--preset", args.preset]
+        subprocess.run([simdev, "gen"] + model + ["--seed", str(seed), "--out", path, "--force"] +
                        (["--no-long"] if short else []),
                        check=True, stdout=subprocess.DEVNULL)
     return path
@@ -73,13 +91,18 @@ def calbin_for(args, seed):
 def run(args, seed, mutant):
     calbin = calbin_for(args, seed)
     report = os.path.join(args.cache,
-                          f"report-{args.preset}-{seed}-{mutant.replace(':', '_')}.json")
+                          f"report-{model_name(args)}-{seed}-{mutant.replace(':', '_')}.json")
     cmd = [os.path.join(args.build, "runner/calrt"), "smoke", calbin, "--cases", args.cases,
            "--json", report]
+    if args.fp32_only:
+        cmd += ["--max-contract-ulps", "1e6", "--max-contract-mean-ulps", "1e6"]
+    device_config = list(args.device_config)
     if mutant.startswith("runner:"):
         cmd += ["--inject-runner-bug", mutant.split(":", 1)[1]]
     elif mutant != "none":
-        cmd += ["--device-config", f"numerics_mutant={mutant}"]
+        device_config.append(f"numerics_mutant={mutant}")
+    if device_config:
+        cmd += ["--device-config", ",".join(device_config)]
     rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
     with open(report) as f:
         data = json.load(f)
@@ -91,6 +114,7 @@ def run(args, seed, mutant):
     failed_steps = [s["name"] for s in data["steps"] if s["status"] == "FAIL"]
     return {"seed": seed, "mutant": mutant, "rc": rc, "result": data["result"],
             "failed": failed_steps, "comparisons": comparisons,
+            "fp32_gates": data.get("metrics", {}).get("fp32_gates", ""),
             "localised": data.get("metrics", {}).get("contract", {}).get("localisation", ""),
             "probe_means": data.get("metrics", {}).get("contract", {}).get("probe_mean_errors")}
 
@@ -122,17 +146,44 @@ def summary(all_comparisons, tie):
     }
 
 
+def against_reference(all_comparisons):
+    """The device's distance from FP32 over the rows that have the contract reference's,
+    next to the reference's: the ratios the scaled FP32 gates' margins are set on."""
+    rows = [c for c in all_comparisons if "reference" in c]
+    if not rows:
+        return None
+    ref = [c["reference"] for c in rows]
+    mean = lambda xs: sum(xs) / len(xs)
+    return {
+        "rel_rms": mean([c["rel_rms"] for c in rows]) / mean([r["rel_rms"] for r in ref]),
+        "max_abs": max(c["max_abs_error"] for c in rows) / max(r["max_abs_error"] for r in ref),
+        "one_minus_cos": (1 - min(c["cosine"] for c in rows)) / (1 - min(r["cosine"] for r in ref)),
+        "topk_drop": min(r["top_k_overlap"] for r in ref) - min(c["top_k_overlap"] for c in rows),
+        "gain_shift": abs(mean([c["gain"] for c in rows]) - mean([r["gain"] for r in ref])),
+        "ref_rel_rms": mean([r["rel_rms"] for r in ref]),
+        "ref_cos_min": min(r["cosine"] for r in ref),
+    }
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--cache", default=".calrt/calibration")
     p.add_argument("--preset", default="tiny", choices=sorted(INVISIBLE))
+    p.add_argument("--config", help="a model config file (simdev gen --config) instead of a preset")
+    p.add_argument("--device-config", action="append", default=[],
+                   help="KEY=VALUE for the device (chips=4 for a 4-chip calbin); repeatable")
+    p.add_argument("--fp32-only", action="store_true",
+                   help="switch the contract gates off: what the FP32 gates catch alone")
     p.add_argument("--seeds", default="1-8")
     p.add_argument("--mutants", default="all", help="all, none, invisible, or NAME,NAME")
     p.add_argument("--cases", default="short")
     p.add_argument("--tie", type=float, default=0.3, help="margin below which a greedy miss is a near-tie")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = p.parse_args()
+    if args.config:
+        INVISIBLE.setdefault(model_name(args), {})
+        args.preset = model_name(args)
     os.makedirs(args.cache, exist_ok=True)
     seeds = seeds_of(args.seeds)
     if args.mutants == "all":
@@ -159,7 +210,20 @@ def main():
               f"{s['contract_rows']:5}  "
               f"{','.join(r['failed'])}")
         expect_pass = r["mutant"] == "none" or r["mutant"] in INVISIBLE[args.preset]
-        bad |= expect_pass != (r["result"] == "PASS")
+        if r["mutant"] == "none" or not args.fp32_only:
+            bad |= expect_pass != (r["result"] == "PASS")
+    ratios = [(r, against_reference(r["comparisons"])) for r in runs]
+    if any(x for _, x in ratios):
+        print("\nagainst the contract reference over the same rows (device / reference; the "
+              "scaled FP32 gates open to 1.1x its mean relative RMS error, 1.5x its max abs error and "
+              "1 - cosine, 0.1 below its top-k overlap):")
+        print(f"{'mutant':18} {'seed':>4} {'rel_rms':>8} {'max_abs':>8} {'1-cos':>8} "
+              f"{'topk_drop':>9} {'gain_shift':>10} {'ref_rel_rms':>11} {'ref_cos_min':>11}  gates")
+        for r, x in ratios:
+            if x:
+                print(f"{r['mutant']:18} {r['seed']:4} {x['rel_rms']:8.4f} {x['max_abs']:8.4f} "
+                      f"{x['one_minus_cos']:8.4f} {x['topk_drop']:9.3f} {x['gain_shift']:10.6f} "
+                      f"{x['ref_rel_rms']:11.5f} {x['ref_cos_min']:11.6f}  {r['fp32_gates']}")
     print("\ndetection matrix (D = the smoke failed, . = it passed; clean runs must pass):")
     print(f"{'':18} " + " ".join(f"{s:>3}" for s in seeds))
     for m in mutants:

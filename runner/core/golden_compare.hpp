@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calbin/golden.hpp"
+#include "runner/core/metrics.hpp"
 #include "runner/core/session_options.hpp"
 
 namespace runner {
@@ -56,6 +57,9 @@ ContractComparison compare_contract(std::span<const float> logits, std::span<con
 // sequence index `index`; nullopt when the golden set has none there (a set without a
 // contract reference has none at all).
 std::optional<size_t> contract_row_at(const calbin::GoldenCase& golden, uint64_t index);
+// That row's `width` logits; nullopt when there is none or the rows are too short for it.
+std::optional<std::span<const float>> contract_row(const calbin::GoldenCase& golden, uint64_t index,
+                                                   size_t width);
 
 // Layer probes (CALRT_EXT_PROBE) against the contract reference's: the relative error
 // ||device - contract|| / ||contract|| at each point, and where a run's mean error first
@@ -89,9 +93,35 @@ Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCa
 Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
                           uint32_t step, size_t top_k);
 
+// How far logits are from the FP32 golden in the FP32 gates' own terms: one row's comparison,
+// or a run's aggregates.
+struct Fp32Distance {
+  double cosine = 1.0;         // the smallest
+  double max_abs_error = 0.0;  // the largest
+  double top_k_overlap = 1.0;  // the smallest
+  double gain_bias = 0.0;      // |mean gain - 1|
+  double rel_rms = 0.0;        // the mean
+  double greedy = 1.0;         // agreement rate over decisive rows
+
+  static Fp32Distance of(const Comparison& c);
+  static Fp32Distance of(const MetricSummary& m);
+};
+
+// The FP32 gates at the shape being run (runner/README.md, "FP32 gates at any shape"). The
+// defaults are calibrated on the presets' shapes, but how far correct W8A8 logits sit from
+// FP32 depends on the shape: depth, vocabulary, activation range. The contract reference
+// (golden schema 2) is the calbin's declared numerics computed without the device, and a
+// correct device lands within a few BF16 ULPs of it, so its distance from FP32 is the
+// floor a correct device sits on. Each gate opens to that distance with a margin, never
+// tighter than the gate's own threshold, and never past a ceiling: beyond it the declared
+// numerics themselves lose too much, and the run fails saying so.
+Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& reference);
+
 // One sentence per threshold the comparison misses; an argmax disagreement comes last, since
-// the smoke judges it as a rate and drops it from the per-comparison verdict.
-std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t);
+// the smoke judges it as a rate and drops it from the per-comparison verdict. With the
+// contract reference's own comparison of the row, each sentence says where the reference is.
+std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
+                                    const Comparison* reference = nullptr);
 
 // KV positions one sequence of `golden` needs: its prompt and decode steps (at least one
 // step, so a prompt-only case still has room to be continued), within the calbin's context.

@@ -37,11 +37,15 @@ struct Thresholds {
   double tie_margin = 0.3;
   double min_greedy = 0.95;               // teacher-forced agreement over decisive rows
   std::optional<double> min_free_greedy;  // free-running agreed-prefix rate, gated when set
+  // With a contract reference in the golden set, every gate above but the tie margin opens to
+  // the reference's own distance from FP32 (scaled_by_reference in golden_compare.hpp): the
+  // defaults are the presets' calibration, the reference is the shape's.
+  bool scale_fp32_gates = true;
   // Against the device-contract reference (golden schema 2), per row: the largest error in
   // BF16 ULPs of the row's range. Calibrated in runner/README.md.
-  double max_contract_ulps = 4.0;
+  double max_contract_ulps = 6.0;
   // Over the run: the mean error in those ULPs, where a systematic defect shows.
-  double max_contract_mean_ulps = 0.15;
+  double max_contract_mean_ulps = 0.25;
 };
 
 struct SmokeOptions {

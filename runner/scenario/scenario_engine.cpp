@@ -699,7 +699,20 @@ Problem Engine::submit(Seq& seq, ModelIo& io, std::span<const int32_t> tokens,
                                                : compare_decode(logits, *seq.golden, step, top_k);
   ++seq.greedy_total;
   seq.greedy_agree += c.argmax == c.expected_argmax ? 1 : 0;
-  std::vector<std::string> why = shortfalls(c, options_.thresholds);
+  // The FP32 gates open to the contract reference's distance at this shape, as in the smoke.
+  const uint64_t token = check == Check::prefill ? seq.golden->prompt_len - 1
+                                                 : uint64_t{seq.golden->prompt_len} + step;
+  std::optional<Comparison> reference;
+  if (const auto row = contract_row(*seq.golden, token, logits.size());
+      row && options_.thresholds.scale_fp32_gates) {
+    reference = check == Check::prefill ? compare_prefill(*row, *seq.golden, top_k)
+                                        : compare_decode(*row, *seq.golden, step, top_k);
+  }
+  std::vector<std::string> why =
+      reference
+          ? shortfalls(c, scaled_by_reference(options_.thresholds, Fp32Distance::of(*reference)),
+                       &*reference)
+          : shortfalls(c, options_.thresholds);
   if (c.argmax != c.expected_argmax) {
     // Counted, not gated: a near-tie flips under W8A8 noise (the smoke gates it as a rate
     // over all its cases), while a corrupted output fails cosine and top-k anyway.

@@ -173,6 +173,10 @@ class CaseRunner {
   void check_kv_bookkeeping(CasePhase phase);
   void compare_prefill(const std::vector<float>& logits);
   void compare_decode(const std::vector<float>& logits, uint32_t step);
+  // Folds one comparison (and the contract reference's of the same row, when the golden set
+  // has it) into the case and judges it.
+  void record(CasePhase phase, const Comparison& c, const std::optional<Comparison>& reference,
+              uint32_t step);
   void check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase);
   void read_probes(const calrt::Job& job);
   // The relative error of the last job's probes at each point against the contract's for
@@ -183,7 +187,8 @@ class CaseRunner {
   bool decisive(const Comparison& c) const {
     return c.golden_margin > s_.options.thresholds.tie_margin;
   }
-  void judge(CasePhase phase, const Comparison& comparison);
+  void judge(CasePhase phase, const Comparison& comparison,
+             const std::optional<Comparison>& reference);
   void check_determinism(const std::vector<float>& first, const std::vector<float>& second);
   void fail(CasePhase phase, const std::string& message, bool with_diagnosis);
 
@@ -313,20 +318,43 @@ nlohmann::json comparison_json(const char* phase, uint32_t step, const Compariso
 
 void CaseRunner::compare_prefill(const std::vector<float>& logits) {
   const Comparison c = runner::compare_prefill(logits, g_, top_k_);
-  r_.comparisons.push_back(comparison_json("prefill", 0, c));
-  r_.prefill.add(c.cosine, c.max_abs_error, c.top_k_overlap);
-  r_.prefill.add_bias(c.gain, c.rel_rms);
-  r_.prefill.add_greedy(c.argmax == c.expected_argmax, decisive(c));
-  judge(CasePhase::prefill, c);
+  std::optional<Comparison> reference;
+  if (const auto row = contract_row(g_, g_.prompt_len - 1, logits.size())) {
+    reference = runner::compare_prefill(*row, g_, top_k_);
+  }
+  record(CasePhase::prefill, c, reference, 0);
 }
 
 void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step) {
   const Comparison c = runner::compare_decode(logits, g_, step, top_k_);
-  r_.comparisons.push_back(comparison_json("decode", step, c));
-  r_.decode.add(c.cosine, c.max_abs_error, c.top_k_overlap);
-  r_.decode.add_bias(c.gain, c.rel_rms);
-  r_.decode.add_greedy(c.argmax == c.expected_argmax, decisive(c));
-  judge(CasePhase::decode, c);
+  std::optional<Comparison> reference;
+  if (const auto row = contract_row(g_, g_.prompt_len + step, logits.size())) {
+    reference = runner::compare_decode(*row, g_, step, top_k_);
+  }
+  record(CasePhase::decode, c, reference, step);
+}
+
+void CaseRunner::record(CasePhase phase, const Comparison& c,
+                        const std::optional<Comparison>& reference, uint32_t step) {
+  const bool prefill = phase == CasePhase::prefill;
+  nlohmann::json entry = comparison_json(prefill ? "prefill" : "decode", step, c);
+  MetricSummary& summary = prefill ? r_.prefill : r_.decode;
+  summary.add(c.cosine, c.max_abs_error, c.top_k_overlap);
+  summary.add_bias(c.gain, c.rel_rms);
+  summary.add_greedy(c.argmax == c.expected_argmax, decisive(c));
+  if (reference) {
+    // The same comparison for the contract reference's row: the floor the scaled FP32 gates
+    // stand on, and the data they are calibrated on.
+    entry["reference"] = comparison_json(prefill ? "prefill" : "decode", step, *reference);
+    entry["reference"].erase("phase");
+    entry["reference"].erase("step");
+    MetricSummary& floor = prefill ? r_.reference_prefill : r_.reference_decode;
+    floor.add(reference->cosine, reference->max_abs_error, reference->top_k_overlap);
+    floor.add_bias(reference->gain, reference->rel_rms);
+    floor.add_greedy(reference->argmax == reference->expected_argmax, decisive(*reference));
+  }
+  r_.comparisons.push_back(std::move(entry));
+  judge(phase, c, reference);
 }
 
 void CaseRunner::read_probes(const calrt::Job& job) {
@@ -413,8 +441,13 @@ void CaseRunner::check_contract(const std::vector<float>& logits, uint64_t index
 
 // Per-comparison thresholds fail the phase; a greedy disagreement alone does not (it is
 // judged as a rate), but both leave a diagnosis in case the step fails.
-void CaseRunner::judge(CasePhase phase, const Comparison& c) {
-  std::vector<std::string> why = shortfalls(c, s_.options.thresholds);
+void CaseRunner::judge(CasePhase phase, const Comparison& c,
+                       const std::optional<Comparison>& reference) {
+  const Thresholds& t = s_.options.thresholds;
+  const bool scaled = reference && t.scale_fp32_gates;
+  std::vector<std::string> why =
+      scaled ? shortfalls(c, scaled_by_reference(t, Fp32Distance::of(*reference)), &*reference)
+             : shortfalls(c, t);
   if (why.empty()) {
     return;
   }
@@ -479,7 +512,8 @@ nlohmann::json CaseResult::to_json() const {
                           {"near_ties", m.near_ties},
                           {"near_tie_swaps", m.near_tie_swaps},
                           {"mean_gain", m.mean_gain()},
-                          {"mean_rel_rms", m.mean_rel_rms()}};
+                          {"mean_rel_rms", m.mean_rel_rms()},
+                          {"compared", m.compared}};
   };
   return {{"name", name},
           {"prompt_len", prompt_len},
@@ -487,6 +521,8 @@ nlohmann::json CaseResult::to_json() const {
           {"submissions", submissions},
           {"prefill", summary(prefill)},
           {"decode", summary(decode)},
+          {"reference",
+           {{"prefill", summary(reference_prefill)}, {"decode", summary(reference_decode)}}},
           {"contract",
            {{"rows", contract.rows},
             {"max_ulps", contract.max_ulps},

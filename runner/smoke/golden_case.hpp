@@ -26,8 +26,12 @@ struct CaseResult {
   std::string name;
   uint32_t prompt_len = 0;
   uint32_t decode_steps = 0;
-  MetricSummary prefill;       // the first prefill against golden
-  MetricSummary decode;        // teacher-forced decode against golden
+  MetricSummary prefill;  // the first prefill against golden
+  MetricSummary decode;   // teacher-forced decode against golden
+  // The contract reference's rows at the same tokens against golden: how far the declared
+  // numerics themselves are from FP32 (empty for a golden set without contract rows).
+  MetricSummary reference_prefill;
+  MetricSummary reference_decode;
   ContractSummary contract;    // prefill chunks and teacher-forced decode against the contract
   bool deterministic = false;  // the second prefill reproduced the first bit for bit
   uint32_t free_agreed = 0;    // agreed prefix of the free-running greedy sequence

@@ -47,6 +47,10 @@ class SmokeCommand : public Command {
                    "maximum mean relative RMS logits error of each phase")
         ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
+    app.add_flag("!--fixed-fp32-gates", o.thresholds.scale_fp32_gates,
+                 "keep the FP32 gates at their thresholds even where the golden set's contract "
+                 "reference is further from FP32 (by default they open to it: the thresholds "
+                 "are calibrated on the presets' shapes)");
     app.add_option("--tie-margin", o.thresholds.tie_margin,
                    "golden top-1 margin below which a greedy disagreement is a near-tie, not "
                    "a miss")

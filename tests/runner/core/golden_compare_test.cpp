@@ -1,5 +1,6 @@
 // The comparisons against the device-contract reference: BF16 ULPs of a row's range, the
-// lookup of a contract row by token, and the localisation by layer probes.
+// lookup of a contract row by token, the localisation by layer probes, and the FP32 gates
+// opened to the contract reference's distance.
 #include "runner/core/golden_compare.hpp"
 
 #include <gtest/gtest.h>
@@ -91,6 +92,92 @@ TEST(Probes, UnavailableSaysWhy) {
   merged.merge(none);
   EXPECT_EQ(merged.describe(),
             "layer probes unavailable: the runtime offers no layer probes (CALRT_EXT_PROBE)");
+}
+
+// The FP32 gates open to the contract reference's own distance from FP32 with the calibrated
+// margins, never tighter than their thresholds and never past their ceilings.
+TEST(ScaledGates, AReferenceInsideTheDefaultsChangesNothing) {
+  const Thresholds defaults;
+  Fp32Distance near;  // a reference as near FP32 as the presets' calibration
+  near.cosine = 0.9999;
+  near.max_abs_error = 0.1;
+  near.top_k_overlap = 0.95;
+  near.rel_rms = 0.01;
+  near.gain_bias = 0.0002;
+  near.greedy = 1.0;
+  const Thresholds t = scaled_by_reference(defaults, near);
+  EXPECT_EQ(t.min_cosine, defaults.min_cosine);
+  EXPECT_EQ(t.max_abs_error, defaults.max_abs_error);
+  EXPECT_EQ(t.min_top_k_overlap, defaults.min_top_k_overlap);
+  EXPECT_EQ(t.max_mean_rel_rms, defaults.max_mean_rel_rms);
+  EXPECT_EQ(t.max_gain_bias, defaults.max_gain_bias);
+  EXPECT_EQ(t.min_greedy, defaults.min_greedy);
+}
+
+TEST(ScaledGates, AFartherReferenceOpensEachGateByItsMargin) {
+  const Thresholds defaults;
+  Fp32Distance far;
+  far.cosine = 0.999;        // 1 - cos = 1e-3, x 1.5
+  far.max_abs_error = 0.6;   // x 1.5
+  far.top_k_overlap = 0.75;  // 0.1 below
+  far.rel_rms = 0.02;        // x 1.1
+  far.gain_bias = 0.002;     // + 0.0005
+  far.greedy = 0.92;         // 0.05 below
+  const Thresholds t = scaled_by_reference(defaults, far);
+  EXPECT_NEAR(t.min_cosine, 1.0 - 1.5e-3, 1e-12);
+  EXPECT_NEAR(t.max_abs_error, 0.9, 1e-12);
+  EXPECT_NEAR(t.min_top_k_overlap, 0.65, 1e-12);
+  EXPECT_NEAR(t.max_mean_rel_rms, 0.022, 1e-12);
+  EXPECT_NEAR(t.max_gain_bias, 0.0025, 1e-12);
+  EXPECT_NEAR(t.min_greedy, 0.87, 1e-12);
+  // The tie margin and the contract gates are the shape's own already.
+  EXPECT_EQ(t.tie_margin, defaults.tie_margin);
+  EXPECT_EQ(t.max_contract_mean_ulps, defaults.max_contract_mean_ulps);
+}
+
+TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
+  Fp32Distance lossy;
+  lossy.cosine = 0.9;
+  lossy.max_abs_error = 50.0;
+  lossy.top_k_overlap = 0.1;
+  lossy.rel_rms = 0.5;
+  lossy.gain_bias = 0.2;
+  lossy.greedy = 0.2;
+  const Thresholds t = scaled_by_reference(Thresholds{}, lossy);
+  EXPECT_NEAR(t.min_cosine, 0.99, 1e-12);
+  EXPECT_EQ(t.max_abs_error, 4.0);
+  EXPECT_NEAR(t.min_top_k_overlap, 0.5, 1e-12);
+  EXPECT_EQ(t.max_mean_rel_rms, 0.1);
+  EXPECT_EQ(t.max_gain_bias, 0.01);
+  EXPECT_NEAR(t.min_greedy, 0.7, 1e-12);
+  // So a device exactly as far as that reference fails, and says where the reference is.
+  Comparison device;
+  device.cosine = lossy.cosine;
+  device.max_abs_error = lossy.max_abs_error;
+  device.top_k_overlap = lossy.top_k_overlap;
+  const std::vector<std::string> why = shortfalls(device, t, &device);
+  ASSERT_EQ(why.size(), 3u);
+  EXPECT_NE(why[0].find("contract reference 0.9"), std::string::npos) << why[0];
+}
+
+TEST(ScaledGates, ANanReferenceOpensNothing) {
+  Fp32Distance nan;
+  nan.cosine = nan.max_abs_error = nan.top_k_overlap = nan.rel_rms = nan.gain_bias = nan.greedy =
+      std::numeric_limits<double>::quiet_NaN();
+  const Thresholds defaults;
+  const Thresholds t = scaled_by_reference(defaults, nan);
+  EXPECT_EQ(t.min_cosine, defaults.min_cosine);
+  EXPECT_EQ(t.max_abs_error, defaults.max_abs_error);
+  EXPECT_EQ(t.max_mean_rel_rms, defaults.max_mean_rel_rms);
+  EXPECT_EQ(t.min_greedy, defaults.min_greedy);
+}
+
+TEST(ScaledGates, ExplicitThresholdsStayTheFloor) {
+  Thresholds strict;
+  strict.max_mean_rel_rms = 0.03;  // looser than any reference here opens to
+  Fp32Distance far;
+  far.rel_rms = 0.02;
+  EXPECT_EQ(scaled_by_reference(strict, far).max_mean_rel_rms, 0.03);
 }
 
 }  // namespace
