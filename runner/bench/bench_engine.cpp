@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -24,15 +25,7 @@ std::vector<int32_t> bench_prompt(uint64_t seed, const RunKey& run, uint32_t seq
 }
 
 uint64_t logits_fingerprint(std::span<const float> logits) {
-  uint64_t hash = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis
-  for (const float value : logits) {
-    unsigned char bytes[sizeof(float)];
-    std::memcpy(bytes, &value, sizeof(value));
-    for (const unsigned char byte : bytes) {
-      hash = (hash ^ byte) * 0x100000001B3ull;  // FNV-1a 64 prime
-    }
-  }
-  return hash;
+  return XXH3_64bits(logits.data(), logits.size_bytes());
 }
 
 // One slot's buffers: input and output of both models (slot 0 is ping, 1 is pong).

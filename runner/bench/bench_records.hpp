@@ -64,7 +64,7 @@ struct SequenceRecord {
   int64_t first_submit = 0;             // Job_Status submit time of its first prefill chunk
   int64_t prefill_end = 0;              // end time of its last prefill chunk
   std::vector<int32_t> tokens;          // generated, in order (tokens[0] from prefill)
-  std::vector<uint64_t> logits_hashes;  // FNV-1a 64 of the FP32 logits each token came from
+  std::vector<uint64_t> logits_hashes;  // XXH3-64 of the FP32 logits each token came from
   std::vector<int64_t> token_ready;     // device time the host finished sampling each token
   std::vector<int64_t> convert_ns;      // BF16->FP32 of each token's logits, as charged
   std::vector<int64_t> sample_ns;       // sampling of each token, as charged

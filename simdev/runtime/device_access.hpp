@@ -73,6 +73,10 @@ auto with_handle_sleeper(const void* handle, HandleKind kind, const char* what, 
   }
   EntrySleeper sleeper(*entry, lock);
   auto result = fn(device, decoded->second, entry->index, sleeper);
+  // Unlocked first: a sleeper woken while this thread still held the mutex would only block
+  // on it again (a second context switch per wake-up). `entry` keeps the condition variable
+  // alive, and a sleeper rechecks the device under the mutex whatever woke it.
+  lock.unlock();
   entry->wake.notify_all();
   return result;
 }
