@@ -3,7 +3,8 @@
 #   the host's decode step (D2H, BF16 -> FP32, greedy, top-k), as separate passes and fused
 #   into one (runner::read_row_pick), against a memcpy of the row;
 #   Job_Wait's wake-up (paced simulator) by a cancel against a condition-variable handoff,
-#   and at the job's completion against a condition variable's timed wait.
+#   and at the job's completion against a condition variable's timed wait;
+#   the event engine's throughput on PHOLD, in events per second at three queue depths.
 #   scripts/bench.sh [BUILD_DIR] [-- extra Google Benchmark flags...]
 # Default: build-release, 5 repetitions, medians. A loaded machine moves every figure; the
 # ratios, measured in the same run, move less.
@@ -18,17 +19,19 @@ fi
 flags=(--benchmark_repetitions=5 "$@")
 
 scripts/setup.sh
-scripts/build.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release -- calrt_host_bench calrt_wait_bench
+scripts/build.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release -- calrt_host_bench calrt_wait_bench \
+  calrt_engine_bench
 
 out="$build_dir/bench-results"
 mkdir -p "$out"
-for bench in calrt_host_bench calrt_wait_bench; do
+for bench in calrt_host_bench calrt_wait_bench calrt_engine_bench; do
   echo "== $bench"
   "$build_dir/benchmarks/$bench" "${flags[@]}" --benchmark_out="$out/$bench.json" \
     --benchmark_out_format=json
 done
 
-python3 - "$out/calrt_host_bench.json" "$out/calrt_wait_bench.json" <<'EOF'
+python3 - "$out/calrt_host_bench.json" "$out/calrt_wait_bench.json" \
+  "$out/calrt_engine_bench.json" <<'EOF'
 import json
 import sys
 
@@ -56,6 +59,7 @@ def ns(run, field="real_time"):
 
 host = runs(sys.argv[1])
 wait = runs(sys.argv[2])
+engine = runs(sys.argv[3])
 
 memcpy = host.get("BM_Memcpy")
 steps = [(label, host.get(name)) for label, name in
@@ -97,4 +101,9 @@ latency_ratio("Job_Wait woken by Job_Cancel / condvar handoff", "BM_WaitWakeup/r
               "BM_CondvarHandoff/real_time", "condvar")
 latency_ratio("Job_Wait woken by completion / condvar timed wake",
               "BM_WaitCompletion/real_time", "BM_CondvarTimedWake/real_time", "timed")
+rates = [(name.split(":")[1], run["items_per_second"]) for name, run in sorted(
+    engine.items(), key=lambda kv: int(kv[0].split(":")[1]) if ":" in kv[0] else 0)
+    if name.startswith("BM_EnginePhold/") and not run.get("error_occurred")]
+print("event engine (PHOLD): " + (", ".join(f"{r / 1e6:.1f}M events/s at depth {d}"
+                                            for d, r in rates) or "not measured"))
 EOF

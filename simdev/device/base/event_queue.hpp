@@ -1,12 +1,16 @@
 // The discrete-event queue: a strict total order on (time, priority band, insertion
-// sequence), so that two events at the same instant always fire in the same order.
+// sequence), so that two events at the same instant always fire in the same order. A binary
+// heap of keys over a pool of actions: a sift moves small keys, never an action, and nothing
+// is allocated per event once the pool has grown (benchmarks/engine_bench.cpp measures it).
+// A cancelled event stays in the heap, marked, until it reaches the top; cancelling is rare
+// (a job cancelled or failed with an event pending), so finding it by a scan is too.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "simdev/device/base/sim_time.hpp"
 #include "simdev/device/base/status.hpp"
@@ -43,13 +47,34 @@ class EventQueue {
   std::optional<TimePs> next_time() const;
   // Removes and returns the earliest event's action (with its key), nullopt when empty.
   std::optional<std::pair<EventKey, Action>> pop();
-  void clear() { events_.clear(); }
+  void clear() {
+    heap_.clear();
+    actions_.clear();
+    slot_sequence_.clear();
+    free_slots_.clear();
+    live_ = 0;
+  }
 
-  size_t size() const { return events_.size(); }
+  size_t size() const { return live_; }  // pending events, cancelled ones not counted
   size_t max_depth() const { return max_depth_; }
 
  private:
-  std::map<EventKey, Action> events_;
+  struct Node {
+    EventKey key;
+    uint32_t slot;  // its action in actions_
+  };
+  static constexpr uint64_t kCancelled = ~uint64_t{0};
+  // Drops cancelled events from the top, so that the top is the next to fire.
+  void drop_cancelled_top();
+  void release(uint32_t slot);
+  // Removes every cancelled event: when they would otherwise hold the queue at capacity.
+  void compact();
+
+  std::vector<Node> heap_;  // a min-heap on key
+  std::vector<Action> actions_;
+  std::vector<uint64_t> slot_sequence_;  // the sequence of the event in each slot, or kCancelled
+  std::vector<uint32_t> free_slots_;
+  size_t live_ = 0;
   uint64_t next_sequence_ = 0;
   size_t max_depth_ = 0;
 };

@@ -1,6 +1,7 @@
 // The event queue's total order (time, band, sequence) and the engine's clock rules.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "simdev/device/base/engine.hpp"
@@ -46,6 +47,65 @@ TEST(EventQueue, IsBounded) {
   auto overflow = queue.schedule(0, Band::kHost, [] {});
   ASSERT_FALSE(overflow);
   EXPECT_EQ(overflow.error().code, CALRT_INTERNAL);
+}
+
+// The heap against an ordered map of the same events (the queue's previous implementation,
+// and the definition of its order), through a seeded mix of schedules at colliding times and
+// bands, cancels of pending, fired and already cancelled events, and pops.
+TEST(EventQueue, MatchesAnOrderedMapUnderRandomScheduleCancelAndPop) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    EventQueue queue;
+    std::map<EventKey, int> model;
+    std::vector<EventKey> issued;
+    uint64_t state = seed;
+    auto draw = [&](uint64_t below) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return (state >> 33) % below;
+    };
+    int fired = -1;
+    for (int step = 0; step < 5000; ++step) {
+      const uint64_t op = draw(10);
+      if (op < 5) {
+        const int id = step;
+        auto key =
+            queue.schedule(draw(50), static_cast<Band>(draw(4)), [&fired, id] { fired = id; });
+        ASSERT_TRUE(key);
+        model.emplace(*key, id);
+        issued.push_back(*key);
+      } else if (op < 7 && !issued.empty()) {
+        const EventKey key = issued[draw(issued.size())];
+        EXPECT_EQ(queue.cancel(key), model.erase(key) == 1) << "seed " << seed << " step " << step;
+      } else {
+        auto event = queue.pop();
+        ASSERT_EQ(event.has_value(), !model.empty()) << "seed " << seed << " step " << step;
+        if (!event) continue;
+        const auto expected = model.begin();
+        EXPECT_EQ(event->first.sequence, expected->first.sequence) << "seed " << seed;
+        event->second();
+        EXPECT_EQ(fired, expected->second);
+        model.erase(expected);
+      }
+      ASSERT_EQ(queue.size(), model.size());
+      ASSERT_EQ(queue.next_time().has_value(), !model.empty());
+      if (!model.empty()) {
+        ASSERT_EQ(*queue.next_time(), model.begin()->first.time_ps);
+      }
+    }
+  }
+}
+
+TEST(EventQueue, CancelledEventsDoNotHoldItFull) {
+  EventQueue queue;
+  std::vector<EventKey> keys;
+  for (size_t i = 0; i < EventQueue::kCapacity; ++i) {
+    auto key = queue.schedule(1000 + i, Band::kHost, [] {});
+    ASSERT_TRUE(key);
+    keys.push_back(*key);
+  }
+  // Cancelled deep in the heap, not on top: they stay until compacted.
+  for (size_t i = 1; i < 100; ++i) ASSERT_TRUE(queue.cancel(keys[keys.size() - i]));
+  for (int i = 0; i < 99; ++i) ASSERT_TRUE(queue.schedule(5, Band::kHost, [] {}));
+  EXPECT_FALSE(queue.schedule(5, Band::kHost, [] {}));  // 65536 pending again: full
 }
 
 TEST(Engine, TimeoutConsumesTheWholeWait) {
