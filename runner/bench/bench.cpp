@@ -180,8 +180,9 @@ std::string validate(const BenchOptions& o) {
   return {};
 }
 
-int run_bench(const BenchOptions& o) {
-  BenchOutcome outcome;
+int run_bench(const BenchOptions& o, BenchOutcome* out) {
+  BenchOutcome local;
+  BenchOutcome& outcome = out != nullptr ? *out : local;
   outcome.environment["settings"] = settings_json(o);
   try {
     if (std::string problem = validate(o); !problem.empty()) {
@@ -194,13 +195,15 @@ int run_bench(const BenchOptions& o) {
       return usage_error(o, outcome, error.what());
     }
     outcome.environment["calbin"] = calbin_json(s);
-    std::printf(
-        "calrt bench: %s on %s: prompt %u, generate %u, %u runs + %u warmup, concurrency %u, "
-        "mode %s, sampling %s, host time %s\n",
-        o.calbin.c_str(), describe(s.device_spec).c_str(), o.prompt_len, o.gen_len, o.runs,
-        o.warmup, o.concurrency, to_string(o.modes), to_string(o.sampling.method),
-        to_string(o.host_time));
-    std::fflush(stdout);
+    if (!o.quiet) {
+      std::printf(
+          "calrt bench: %s on %s: prompt %u, generate %u, %u runs + %u warmup, concurrency %u, "
+          "mode %s, sampling %s, host time %s\n",
+          o.calbin.c_str(), describe(s.device_spec).c_str(), o.prompt_len, o.gen_len, o.runs,
+          o.warmup, o.concurrency, to_string(o.modes), to_string(o.sampling.method),
+          to_string(o.host_time));
+      std::fflush(stdout);
+    }
 
     int exit_code = kExitPass;
     DeviceTraceCollector collector;
@@ -288,11 +291,13 @@ int run_bench(const BenchOptions& o) {
             collector.dropped());
       }
     }
-    if (!outcome.modes.empty()) {
-      print_bench_table(stdout, outcome);
+    if (!o.quiet) {
+      if (!outcome.modes.empty()) {
+        print_bench_table(stdout, outcome);
+      }
+      std::printf("bench %s\n", outcome.result.c_str());
+      std::fflush(stdout);
     }
-    std::printf("bench %s\n", outcome.result.c_str());
-    std::fflush(stdout);
     return write_outputs(o, outcome, trace_text, exit_code);
   } catch (const std::exception& error) {
     // Everything above catches its own errors; this is the last line of defence.

@@ -16,12 +16,15 @@
 
 namespace runner {
 
+struct BenchOutcome;  // bench_report.hpp
+
 // Checks what CLI11 cannot: the calbin directory, report paths (their directory exists,
 // they are not directories, no two are the same file) and value combinations. Returns an
 // empty string, or a message naming the flag and its value (exit 2).
 std::string validate(const BenchOptions& options);
 
-// Runs the benchmark; returns the process exit code (exit_codes.hpp). Never throws.
-int run_bench(const BenchOptions& options);
+// Runs the benchmark; returns the process exit code (exit_codes.hpp). Never throws. With
+// `outcome`, the figures are also handed back (a sweep reads them).
+int run_bench(const BenchOptions& options, BenchOutcome* outcome = nullptr);
 
 }  // namespace runner

@@ -1,6 +1,7 @@
 #include "runner/bench/bench_cli.hpp"
 
 #include "runner/bench/bench.hpp"
+#include "runner/bench/bench_sweep.hpp"
 
 namespace runner {
 namespace {
@@ -31,6 +32,7 @@ struct BenchCliWords {
   std::string modes = "both";
   std::string sampling = "greedy";
   std::string host_time = "wall";
+  std::vector<std::string> sweep;
 };
 
 void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
@@ -107,6 +109,13 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "device trace buffer in events (0: the runtime's default); drained after "
                  "every job")
       ->capture_default_str();
+  app.add_option("--sweep", words.sweep,
+                 "KEY=V1,V2,...: run the whole bench at every value of a device-config key "
+                 "(pcie_lanes, d2d_gbps, dram_gbps, ...; simdev/device/README.md); twice for "
+                 "the product of two keys. --csv and --json then hold one row per point: TTFT, "
+                 "TPOT and end-to-end time and throughput")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--timeout-ms,--timeout", o.timeout_ms,
                  "bound of every device wait, ms (device time for the simulator)")
       ->check(CLI::Range(1u, 3600000u))
@@ -137,7 +146,15 @@ class BenchCommand : public Command {
 
   int run(int argc, char** argv) override {
     finish_bench_options(options_, words_, argc, argv);
-    return run_bench(options_);
+    for (const std::string& text : words_.sweep) {
+      BenchOptions::SweepAxis axis;
+      if (std::string problem = parse_sweep_axis(text, axis); !problem.empty()) {
+        std::fprintf(stderr, "calrt bench: bad input: %s\n", problem.c_str());
+        return kExitUsage;
+      }
+      options_.sweep.push_back(std::move(axis));
+    }
+    return options_.sweep.empty() ? run_bench(options_) : run_bench_sweep(options_);
   }
 
  private:

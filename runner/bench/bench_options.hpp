@@ -53,6 +53,15 @@ struct BenchOptions {
   uint64_t trace_capacity = 0;  // device trace buffer in events; 0: the runtime's default
   uint32_t timeout_ms = 30000;  // bound of every device wait (device time for the simulator)
 
+  // Design-space sweep (bench_sweep.hpp): one or two device-config keys, each with its values;
+  // every point of their product is a whole bench run.
+  struct SweepAxis {
+    std::string key;
+    std::vector<std::string> values;
+  };
+  std::vector<SweepAxis> sweep;
+  bool quiet = false;  // no header line, table or verdict line: a sweep prints its own
+
   std::vector<std::string> argv;  // the command line as given, recorded in the reports
 };
 

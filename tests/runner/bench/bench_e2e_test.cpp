@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,16 @@ TEST_F(BenchTest, BadOptionsExitTwoNamingTheFlag) {
       {"--csv " + quoted(dir_), "--csv"},
       {"--trace " + quoted(dir_ / "x.json") + " --json " + quoted(dir_ / "x.json"), "--trace"},
       {"--device " + quoted(dir_ / "no-such-runtime.so"), "no-such-runtime.so"},
+      {"--sweep pcie_lanes", "--sweep 'pcie_lanes'"},
+      {"--sweep pcie_lanes=4,,8", "value ''"},
+      {"--sweep pcie_lanes=4,4", "value '4' twice"},
+      {"--sweep a=1 --sweep b=1 --sweep c=1", "--sweep given 3 times"},
+      {"--sweep pcie_lanes=4 --sweep pcie_lanes=8", "the same key twice"},
+      {"--sweep pcie_lanes=4 --device-config pcie_lanes=8", "sets it too"},
+      {"--sweep pcie_lanes=4 --trace " + quoted(dir_ / "t.json"), "--trace with --sweep"},
+      {"--sweep no_such_key=1,2", "no_such_key=1\": unknown key"},
+      {"--sweep pcie_lanes=1,2,3,4,5,6,7,8,9 --sweep d2d_latency_ns=1,2,3,4,5,6,7,8",
+       "72 points, more than 64"},
   };
   for (const BadOption& c : cases) {
     const CalrtRun run = bench(CALRT_TEST_CALBIN, c.args);
@@ -250,6 +261,53 @@ TEST_F(BenchTest, TimingOnlyReferenceCalbinSamplesZeroLogits) {
             sync["infer_decode"]["p50"].get<double>());  // a 256-token chunk outweighs a step
   EXPECT_LT(doc["modes"]["parallel"]["metrics"]["e2e_time"]["p50"].get<double>(),
             sync["e2e_time"]["p50"].get<double>());
+}
+
+// A design-space sweep over two device-config keys: every point a bench run, one CSV and JSON
+// row each. The check is physical, not a copy of the figures: more D2D bandwidth never makes
+// the first token later, and at a fixed D2D bandwidth the PCIe lanes hardly matter to a
+// 2-chip prefill; the sweep's points are the single runs that the same config would give.
+TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
+  const fs::path csv = dir_ / "sweep.csv";
+  const fs::path json = dir_ / "sweep.json";
+  const std::string common =
+      "--prompt-len 512 --gen-len 4 --runs 1 --warmup 0 --mode parallel "
+      "--host-time model";
+  const CalrtRun run =
+      bench(CALRT_TEST_REFERENCE_CALBIN, common +
+                                             " --sweep d2d_bw_mbps=8000,32000,128000 --sweep "
+                                             "pcie_lanes=4,16 --csv " +
+                                             quoted(csv) + " --json " + quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/1");
+  EXPECT_EQ(doc["result"], "PASS");
+  ASSERT_EQ(doc["points"].size(), 6u);
+  std::map<std::string, std::map<std::string, double>> ttft;  // [lanes][d2d]
+  for (const auto& p : doc["points"]) {
+    EXPECT_EQ(p["result"], "PASS");
+    EXPECT_EQ(p["mode"], "parallel");
+    ttft[p["config"]["pcie_lanes"]][p["config"]["d2d_bw_mbps"]] = p["ttft_p50_ms"].get<double>();
+  }
+  for (const auto& [lanes, by_d2d] : ttft) {
+    EXPECT_GT(by_d2d.at("8000"), by_d2d.at("32000")) << "pcie_lanes " << lanes;
+    EXPECT_GT(by_d2d.at("32000"), by_d2d.at("128000")) << "pcie_lanes " << lanes;
+  }
+  // The CSV: a header and one row per point, in the order of the keys' product.
+  const std::string text = read_text(csv);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "d2d_bw_mbps,pcie_lanes,result,mode,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
+            "e2e_time_mean_ms,prefill_tok_s,decode_tok_s,e2e_tok_s,error");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7);
+  EXPECT_NE(text.find("\n8000,4,PASS,parallel,"), std::string::npos) << text;
+  // One point of the sweep is the plain run of its config.
+  const fs::path single = dir_ / "single.json";
+  const CalrtRun one =
+      bench(CALRT_TEST_REFERENCE_CALBIN,
+            common + " --device-config 'd2d_bw_mbps=32000;pcie_lanes=16' --json " + quoted(single));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_DOUBLE_EQ(read_json(single)["modes"]["parallel"]["metrics"]["ttft"]["p50"].get<double>(),
+                   ttft["16"]["32000"]);
 }
 
 // ---------------------------------------------------------------------------------------

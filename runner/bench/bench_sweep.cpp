@@ -1,0 +1,269 @@
+#include "runner/bench/bench_sweep.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "runner/bench/bench.hpp"
+#include "runner/bench/bench_metrics.hpp"
+#include "runner/bench/bench_report.hpp"
+#include "runner/core/exit_codes.hpp"
+#include "runner/core/output_file.hpp"
+#include "runner/core/report.hpp"
+
+namespace runner {
+namespace {
+
+// A sweep is for exploring, not for exhausting a machine: 64 points of a 3-run bench on the
+// reference model take minutes already.
+constexpr size_t kMaxPoints = 64;
+
+struct Point {
+  std::vector<std::string> values;  // one per axis
+  std::string result;               // PASS, FAIL or ERROR
+  std::string error;
+  std::string mode;  // the mode whose figures are shown: parallel when both ran
+  std::vector<MetricRow> metrics;
+};
+
+// The figures a sweep shows, in column order: (metric, statistic).
+struct Column {
+  const char* metric;
+  const char* statistic;  // "p50", "p99" or "mean"
+  const char* header;
+};
+constexpr Column kColumns[] = {
+    {"ttft", "p50", "ttft_p50_ms"},           {"ttft", "p99", "ttft_p99_ms"},
+    {"tpot", "p50", "tpot_p50_ms"},           {"tpot", "p99", "tpot_p99_ms"},
+    {"e2e_time", "mean", "e2e_time_mean_ms"}, {"prefill_tok_s", "mean", "prefill_tok_s"},
+    {"decode_tok_s", "mean", "decode_tok_s"}, {"e2e_tok_s", "mean", "e2e_tok_s"},
+};
+
+std::optional<double> figure(const Point& p, const Column& c) {
+  const MetricRow* row = find_metric(p.metrics, c.metric);
+  if (row == nullptr || row->dist.count == 0) return std::nullopt;
+  const std::string_view s = c.statistic;
+  return s == "p50" ? row->dist.p50 : s == "p99" ? row->dist.p99 : row->dist.mean;
+}
+
+std::vector<Point> points_of(const std::vector<BenchOptions::SweepAxis>& axes) {
+  std::vector<Point> points(1);
+  for (const auto& axis : axes) {
+    std::vector<Point> next;
+    for (const Point& p : points) {
+      for (const std::string& value : axis.values) {
+        Point q = p;
+        q.values.push_back(value);
+        next.push_back(std::move(q));
+      }
+    }
+    points = std::move(next);
+  }
+  return points;
+}
+
+std::string validate_sweep(const BenchOptions& o) {
+  if (o.sweep.size() > 2) {
+    return fmt::format("--sweep given {} times: one or two keys", o.sweep.size());
+  }
+  if (o.sweep.size() == 2 && o.sweep[0].key == o.sweep[1].key) {
+    return fmt::format("--sweep {}: the same key twice", o.sweep[0].key);
+  }
+  if (!o.trace.empty()) {
+    return "--trace with --sweep: trace one point with its own bench run";
+  }
+  size_t count = 1;
+  for (const auto& axis : o.sweep) {
+    // The base config must not set what the sweep varies: which would win is not obvious.
+    for (size_t at = 0; (at = o.device_config.find(axis.key + "=", at)) != std::string::npos;
+         ++at) {
+      if (at == 0 || o.device_config[at - 1] == ';') {
+        return fmt::format("--sweep {}: --device-config '{}' sets it too", axis.key,
+                           o.device_config);
+      }
+    }
+    count *= axis.values.size();
+  }
+  if (count > kMaxPoints) {
+    return fmt::format("--sweep: {} points, more than {}", count, kMaxPoints);
+  }
+  return {};
+}
+
+std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
+
+std::string csv_quote(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) {
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+std::string sweep_csv(const BenchOptions& o, const std::vector<Point>& points) {
+  std::string out;
+  for (const auto& axis : o.sweep) out += axis.key + ",";
+  out += "result,mode";
+  for (const Column& c : kColumns) out += std::string(",") + c.header;
+  out += ",error\n";
+  for (const Point& p : points) {
+    for (const std::string& v : p.values) out += csv_quote(v) + ",";
+    out += p.result + "," + p.mode;
+    for (const Column& c : kColumns) out += "," + cell(figure(p, c));
+    out += "," + csv_quote(p.error) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& points,
+                          const std::string& result) {
+  nlohmann::json doc = {{"schema", "calrt-bench-sweep/1"},
+                        {"result", result},
+                        {"command", shell_command_line(o.argv)},
+                        {"calbin", o.calbin.string()},
+                        {"device_config", o.device_config},
+                        {"prompt_len", o.prompt_len},
+                        {"gen_len", o.gen_len},
+                        {"runs", o.runs},
+                        {"concurrency", o.concurrency}};
+  doc["axes"] = nlohmann::json::array();
+  for (const auto& axis : o.sweep)
+    doc["axes"].push_back({{"key", axis.key}, {"values", axis.values}});
+  doc["points"] = nlohmann::json::array();
+  for (const Point& p : points) {
+    nlohmann::json entry = {{"result", p.result}, {"mode", p.mode}};
+    for (size_t a = 0; a < o.sweep.size(); ++a) entry["config"][o.sweep[a].key] = p.values[a];
+    for (const Column& c : kColumns) {
+      const auto v = figure(p, c);
+      entry[c.header] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    }
+    if (!p.error.empty()) entry["error"] = p.error;
+    doc["points"].push_back(std::move(entry));
+  }
+  return doc;
+}
+
+void print_row(const BenchOptions& o, const Point& p) {
+  std::string line;
+  for (size_t a = 0; a < o.sweep.size(); ++a) {
+    line += fmt::format("{:>{}}  ", p.values[a], std::max<size_t>(o.sweep[a].key.size(), 6));
+  }
+  line += fmt::format("{:6}", p.result);
+  for (const Column& c : kColumns) {
+    line += fmt::format("  {:>{}}", cell(figure(p, c)), std::string_view(c.header).size());
+  }
+  if (!p.error.empty()) line += "  (the error is above)";
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+std::string parse_sweep_axis(const std::string& text, BenchOptions::SweepAxis& axis) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return fmt::format("--sweep '{}': expected KEY=V1,V2,... (a device-config key)", text);
+  }
+  axis.key = text.substr(0, eq);
+  axis.values.clear();
+  const std::string list = text.substr(eq + 1);
+  std::set<std::string> seen;
+  for (size_t begin = 0;;) {
+    const size_t comma = list.find(',', begin);
+    const std::string value =
+        list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (value.empty() || value.find_first_of("=;") != std::string::npos) {
+      return fmt::format("--sweep '{}': value '{}' is empty or holds '=' or ';'", text, value);
+    }
+    if (!seen.insert(value).second) {
+      return fmt::format("--sweep '{}': value '{}' twice", text, value);
+    }
+    axis.values.push_back(value);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (axis.key.find_first_of(";,") != std::string::npos) {
+    return fmt::format("--sweep '{}': key '{}' holds ';' or ','", text, axis.key);
+  }
+  return {};
+}
+
+int run_bench_sweep(const BenchOptions& o) {
+  try {
+    if (std::string problem = validate(o); !problem.empty()) {
+      std::fprintf(stderr, "calrt bench: bad input: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+    if (std::string problem = validate_sweep(o); !problem.empty()) {
+      std::fprintf(stderr, "calrt bench: bad input: %s\n", problem.c_str());
+      return kExitUsage;
+    }
+    std::vector<Point> points = points_of(o.sweep);
+    std::string keys;
+    for (const auto& axis : o.sweep) keys += (keys.empty() ? "" : " x ") + axis.key;
+    std::printf(
+        "calrt bench --sweep: %s, prompt %u, generate %u, %u runs + %u warmup, "
+        "concurrency %u: %zu points over %s\n",
+        o.calbin.c_str(), o.prompt_len, o.gen_len, o.runs, o.warmup, o.concurrency, points.size(),
+        keys.c_str());
+    std::string header;
+    for (const auto& axis : o.sweep) {
+      header += fmt::format("{:>{}}  ", axis.key, std::max<size_t>(axis.key.size(), 6));
+    }
+    header += "result";
+    for (const Column& c : kColumns) header += std::string("  ") + c.header;
+    std::printf("%s\n", header.c_str());
+    bool failed = false;
+    for (Point& p : points) {
+      BenchOptions point = o;
+      point.sweep.clear();
+      point.quiet = true;
+      point.json.clear();
+      point.csv.clear();
+      for (size_t a = 0; a < o.sweep.size(); ++a) {
+        point.device_config +=
+            (point.device_config.empty() ? "" : ";") + o.sweep[a].key + "=" + p.values[a];
+      }
+      BenchOutcome outcome;
+      const int code = run_bench(point, &outcome);
+      p.result = code == kExitPass ? "PASS" : code == kExitUsage ? "ERROR" : "FAIL";
+      p.error = outcome.error;
+      if (!outcome.metrics.empty()) {
+        p.metrics = outcome.metrics.back();
+        p.mode = outcome.modes.back().mode;
+      }
+      failed |= code != kExitPass;
+      print_row(o, p);
+      if (code == kExitUsage) {
+        // Bad input (an unknown key, a value the device refuses) fails every point alike.
+        std::fprintf(stderr, "calrt bench: --sweep stopped at its first point with bad input\n");
+        return kExitUsage;
+      }
+    }
+    const std::string result = failed ? "FAIL" : "PASS";
+    int code = failed ? kExitFail : kExitPass;
+    if (!o.csv.empty()) {
+      if (std::string e = write_text_file(o.csv, sweep_csv(o, points)); !e.empty()) {
+        std::fprintf(stderr, "calrt bench: --csv: %s\n", e.c_str());
+        code = failed ? code : kExitUsage;
+      }
+    }
+    if (!o.json.empty()) {
+      if (std::string e = write_json_file(o.json, sweep_json(o, points, result)); !e.empty()) {
+        std::fprintf(stderr, "calrt bench: --json: %s\n", e.c_str());
+        code = failed ? code : kExitUsage;
+      }
+    }
+    std::printf("bench sweep %s: %zu points\n", result.c_str(), points.size());
+    return code;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "calrt bench: internal error: %s\n", error.what());
+    return kExitFail;
+  }
+}
+
+}  // namespace runner
