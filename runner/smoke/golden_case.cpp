@@ -465,6 +465,7 @@ void CaseRunner::judge(CasePhase phase, const Comparison& c,
 
 void CaseRunner::check_determinism(const std::vector<float>& first,
                                    const std::vector<float>& second) {
+  r_.determinism_checked = true;
   r_.deterministic = first.size() == second.size() &&
                      std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0;
   if (!r_.deterministic) {

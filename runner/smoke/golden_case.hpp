@@ -32,10 +32,11 @@ struct CaseResult {
   // numerics themselves are from FP32 (empty for a golden set without contract rows).
   MetricSummary reference_prefill;
   MetricSummary reference_decode;
-  ContractSummary contract;    // prefill chunks and teacher-forced decode against the contract
-  bool deterministic = false;  // the second prefill reproduced the first bit for bit
-  uint32_t free_agreed = 0;    // agreed prefix of the free-running greedy sequence
-  uint32_t free_total = 0;     // tokens it could have agreed on (decode_steps + 1)
+  ContractSummary contract;  // prefill chunks and teacher-forced decode against the contract
+  bool determinism_checked = false;  // the case got as far as its second prefill
+  bool deterministic = false;        // the second prefill reproduced the first bit for bit
+  uint32_t free_agreed = 0;          // agreed prefix of the free-running greedy sequence
+  uint32_t free_total = 0;           // tokens it could have agreed on (decode_steps + 1)
   uint32_t submissions = 0;
   std::array<std::vector<std::string>, kCasePhases> failures;
   // The diagnosis of the first submission of each phase whose comparison fell short of a

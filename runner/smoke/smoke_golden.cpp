@@ -20,6 +20,9 @@ struct GoldenTotals {
   ContractSummary contract;
   ProbeSummary probes;
   uint64_t deterministic = 0;
+  uint64_t determinism_checked = 0;
+  uint64_t decode_steps_expected = 0;          // the cases' teacher-forced decode steps
+  std::vector<std::string> decode_unfinished;  // cases whose decode stopped short
   uint64_t free_agreed = 0;
   uint64_t free_total = 0;
   uint64_t submissions = 0;
@@ -198,16 +201,24 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
   all.merge(totals.decode);
   steps[0].summary = fmt::format("cases {} ({}), {} submissions, CSRs set and read back",
                                  names.size(), fmt::join(names, ","), totals.submissions);
-  steps[1].summary =
-      fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, deterministic {}/{}",
-                  totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
-                  totals.prefill.top_k_overlap_min, totals.deterministic, names.size());
+  // "0/8" would read as eight failures where nothing was checked: say what was.
+  const std::string determinism =
+      totals.determinism_checked == names.size()
+          ? fmt::format("deterministic {}/{}", totals.deterministic, names.size())
+      : totals.determinism_checked == 0
+          ? std::string("determinism not checked (no case reached its second prefill)")
+          : fmt::format("deterministic {}/{} checked ({} cases stopped before the check)",
+                        totals.deterministic, totals.determinism_checked,
+                        names.size() - totals.determinism_checked);
+  steps[1].summary = fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, {}",
+                                 totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
+                                 totals.prefill.top_k_overlap_min, determinism);
   steps[2].summary = fmt::format(
-      "{} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{} "
+      "{} of {} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{} "
       "(+{} near-ties, {} swapped), free-running {}/{}",
-      totals.decode.compared, totals.decode.cosine_min, totals.decode.max_abs_error_max,
-      totals.decode.top_k_overlap_min, all.greedy_agree, all.greedy_total, all.near_ties,
-      all.near_tie_swaps, totals.free_agreed, totals.free_total);
+      totals.decode.compared, totals.decode_steps_expected, totals.decode.cosine_min,
+      totals.decode.max_abs_error_max, totals.decode.top_k_overlap_min, all.greedy_agree,
+      all.greedy_total, all.near_ties, all.near_tie_swaps, totals.free_agreed, totals.free_total);
 }
 
 }  // namespace
@@ -236,6 +247,9 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     totals.contract.merge(r.contract);
     totals.probes.merge(r.probes);
     totals.deterministic += r.deterministic ? 1 : 0;
+    totals.determinism_checked += r.determinism_checked ? 1 : 0;
+    totals.decode_steps_expected += golden.decode_steps;
+    if (r.decode.compared < golden.decode_steps) totals.decode_unfinished.push_back(r.name);
     totals.free_agreed += r.free_agreed;
     totals.free_total += r.free_total;
     totals.submissions += r.submissions;
@@ -254,6 +268,16 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
   judge_metrics("prefill", totals.prefill, totals.reference_prefill, t, steps[1]);
   judge_metrics("decode", totals.decode, totals.reference_decode, t, steps[2]);
   judge_rates(totals, t, steps[2]);
+  if (!totals.decode_unfinished.empty()) {
+    // Decode was not verified where it did not run: never a pass on what is missing.
+    steps[2].fail(fmt::format(
+        "{} of {} teacher-forced decode steps ran: case{} {} stopped before {} decode finished "
+        "(the failure that stopped {} is reported with its step)",
+        totals.decode.compared, totals.decode_steps_expected,
+        totals.decode_unfinished.size() == 1 ? "" : "s", fmt::join(totals.decode_unfinished, ", "),
+        totals.decode_unfinished.size() == 1 ? "its" : "their",
+        totals.decode_unfinished.size() == 1 ? "it" : "them"));
+  }
   summarise(totals, case_names, steps);
   for (size_t p = 0; p < kCasePhases; ++p) {
     // The aggregate verdicts come first, then the cases' own failures.

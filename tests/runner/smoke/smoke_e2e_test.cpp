@@ -120,6 +120,26 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// What a step did not check it does not count: a decode that stops short (the past-kv bug
+// fails the KV bookkeeping after the first step of each case) fails step 7 naming the cases,
+// and step 6 says determinism was not checked rather than "deterministic 0/2".
+TEST(SmokeLines, WorkNotDoneIsNotReportedAsChecked) {
+  const CalrtRun run = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) +
+                                 " --cases len17,len2 --inject-runner-bug past-kv");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("determinism not checked (no case reached its second prefill)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("deterministic 0/"), std::string::npos) << run.output;
+  EXPECT_TRUE(
+      std::regex_search(run.output, std::regex(R"(\[FAIL\] 7 decode .* \d+ of 16 steps: )")))
+      << run.output;
+  EXPECT_TRUE(std::regex_search(
+      run.output,
+      std::regex(R"(\d+ of 16 teacher-forced decode steps ran: cases len17, len2 stopped)")))
+      << run.output;
+}
+
 // Bad input: exit 2, a message naming the file and the field, no crash.
 struct BadInput {
   const char* name;
