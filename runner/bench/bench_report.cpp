@@ -246,8 +246,8 @@ void print_bench_table(std::FILE* out, const BenchOutcome& outcome) {
                  c.sync_e2e_mean_ms, c.parallel_e2e_mean_ms, c.e2e_speedup);
     if (c.tokens_identical && c.logits_identical) {
       std::fprintf(out,
-                   "logits and tokens: bit-identical in sync and parallel mode (%zu requests)\n",
-                   c.requests);
+                   "logits and tokens: bit-identical in sync and parallel mode (%zu request%s)\n",
+                   c.requests, c.requests == 1 ? "" : "s");
     } else {
       std::fprintf(out, "logits or tokens DIFFER between sync and parallel mode: %s\n",
                    c.first_difference.c_str());

@@ -168,7 +168,18 @@ calrt::Api open_runtime(const DeviceSpec& spec) {
 }
 
 calrt::Device open_device(const calrt::Api& api, const DeviceSpec& spec, calrt::Timeout timeout) {
-  return calrt::Device::create(api, spec.kind, spec.index, spec.config, timeout);
+  try {
+    return calrt::Device::create(api, spec.kind, spec.index, spec.config, timeout);
+  } catch (const calrt::Error& error) {
+    // The runtime can only name the ABI's enum; the user typed a flag.
+    if (error.code() == CALRT_NOT_FOUND && spec.kind == calrt::DeviceKind::pcie) {
+      throw calrt::Error(error.code(), "Device_Create",
+                         error.message() +
+                             "; calrt: --device-kind sim selects the simulated "
+                             "device, --device PATH another runtime");
+    }
+    throw;
+  }
 }
 
 }  // namespace runner

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,11 @@ class Stopwatch {
 };
 
 // Bytes in MiB, for the human summaries.
+// "1 case", "2 cases": a count with its noun in the right number (regular plurals only).
+inline std::string count_of(uint64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 inline double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 }  // namespace runner

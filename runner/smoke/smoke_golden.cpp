@@ -207,9 +207,9 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
           ? fmt::format("deterministic {}/{}", totals.deterministic, names.size())
       : totals.determinism_checked == 0
           ? std::string("determinism not checked (no case reached its second prefill)")
-          : fmt::format("deterministic {}/{} checked ({} cases stopped before the check)",
+          : fmt::format("deterministic {}/{} checked ({} stopped before the check)",
                         totals.deterministic, totals.determinism_checked,
-                        names.size() - totals.determinism_checked);
+                        count_of(names.size() - totals.determinism_checked, "case"));
   steps[1].summary = fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, {}",
                                  totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
                                  totals.prefill.top_k_overlap_min, determinism);

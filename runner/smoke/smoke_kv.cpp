@@ -98,10 +98,10 @@ StepResult step_kv(Session& s) {
     check_double_free(s, step);
     check_restored(before, s.calbin.kv_capacity(), step);
     step.summary = fmt::format(
-        "allocate/apply/clear/free exercised by {} cases; capacity {} tokens ({} B/token/chip); "
+        "allocate/apply/clear/free exercised by {}; capacity {} tokens ({} B/token/chip); "
         "{} x {} tokens then {}; capacity {}; double free {}",
-        s.inputs.case_indices.size(), before.total_tokens, before.bytes_per_token_per_chip,
-        exhaustion.allocated, exhaustion.tokens_per_handle,
+        count_of(s.inputs.case_indices.size(), "case"), before.total_tokens,
+        before.bytes_per_token_per_chip, exhaustion.allocated, exhaustion.tokens_per_handle,
         exhaustion.exhausted ? "KV_EXHAUSTED (request)" : "no exhaustion",
         step.passed() ? "restored" : "checked", step.passed() ? "-> INVALID_HANDLE" : "checked");
     step.details.update({{"total_tokens", before.total_tokens},

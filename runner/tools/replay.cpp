@@ -663,8 +663,9 @@ int run_replay(const ReplayOptions& options) {
   if (result.divergences.empty()) {
     std::printf("replayed %llu calls: identical\n", static_cast<unsigned long long>(result.calls));
   } else {
-    std::printf("replayed %llu calls: %zu divergences\n",
-                static_cast<unsigned long long>(result.calls), result.divergences.size());
+    std::printf("replayed %llu calls: %zu divergence%s\n",
+                static_cast<unsigned long long>(result.calls), result.divergences.size(),
+                result.divergences.size() == 1 ? "" : "s");
   }
   if (options.json) {
     json doc = {{"tool", "calrt"},

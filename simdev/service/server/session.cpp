@@ -239,7 +239,8 @@ void Session::on_hello(const Frame& frame) {
   }
   if (shared_.admitted >= shared_.max_clients) {
     refuse(CALRT_BUSY, "the daemon serves its limit of " + std::to_string(shared_.max_clients) +
-                           " clients (--max-clients)");
+                           (shared_.max_clients == 1 ? " client" : " clients") +
+                           " (--max-clients)");
     return;
   }
   admitted_ = true;

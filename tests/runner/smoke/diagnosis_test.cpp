@@ -62,6 +62,12 @@ TEST(Diagnosis, FillLevelAfterTheJob) {
   EXPECT_TRUE(contains(runner::consistency_hints(s), "KV fill level 17 after the job != "));
 }
 
+TEST(Report, CountsTakeTheirNounsNumber) {
+  EXPECT_EQ(runner::count_of(0, "case"), "0 cases");
+  EXPECT_EQ(runner::count_of(1, "case"), "1 case");
+  EXPECT_EQ(runner::count_of(2, "request"), "2 requests");
+}
+
 TEST(Report, JsonIsWrittenAtomically) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "report_test";
   std::filesystem::create_directories(dir);

@@ -81,6 +81,15 @@ TEST_F(SmokeTest, DeviceSideErrorIsExitOne) {
       << run.output;
 }
 
+// The runtime names the ABI's device kind; calrt adds the flag a user would type.
+TEST_F(SmokeTest, APcieKindOnTheSimulatorNamesTheFlag) {
+  const CalrtRun run = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device-kind pcie");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("Device_Create: NOT_FOUND"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--device-kind sim selects the simulated device"), std::string::npos)
+      << run.output;
+}
+
 TEST_F(SmokeTest, ModelNamesAreMatchedExactly) {
   const CalrtRun run =
       run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --prefill-model qwen3_tiny_prefill");
