@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -126,6 +127,24 @@ TEST(ConformanceCli, OnlyWritesTheSelectedGroups) {
   ASSERT_NE(second, nullptr);
   EXPECT_STREQ(second->Attribute("name"), "KV");
   EXPECT_EQ(second->NextSiblingElement("testsuite"), nullptr);
+}
+
+// The vendor-shim skeleton cannot open a simulated device: the first clause fails saying so,
+// and every clause whose fixture fails the same way is SKIP naming that clause, not one more
+// copy of the same failure. The clauses that need no device still run and pass.
+TEST(ConformanceCli, AFailedFixtureFailsOnceAndSkipsTheClausesBehindIt) {
+  const CalrtRun run = run_calrt(conformance_args(CALRT_SHIM_SKELETON_SO));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("FAIL VER.1 table of the current major: Device_Create: "),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("SKIP HDL.2 never-issued handles: not checked: its fixture failed "
+                            "as in VER.1 (Device_Create)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("PASS VER.2 wrong major is refused"), std::string::npos) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex(R"(\d+ passed, 1 failed, \d+ skipped)")))
+      << run.output;
 }
 
 TEST(ConformanceCli, MissingCalbinIsBadInput) {
