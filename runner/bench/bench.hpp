@@ -2,8 +2,8 @@
 // generation lengths, several runs, --concurrency requests per run, in sync and/or parallel
 // mode; reports TTFT, prefill/decode/end-to-end throughput, TPOT and the per-job phases
 // (queueing, H2D, device inference, D2H on the device clock; input preparation, BF16->FP32
-// and sampling on the host clock) as P50/P90/P99/min/max/mean, as a terminal table and as
-// JSON/CSV reports, plus an optional Chrome trace of the whole timeline.
+// and sampling on the host clock) as P50/P90/P95/P99/min/max/mean/stddev, as a terminal table and
+// as JSON/CSV reports, plus an optional Chrome trace of the whole timeline.
 //
 // Flow: options and host-side inputs (exit 2 when wrong), then the device (bench_session),
 // the runs (bench_engine), the figures (bench_metrics), the reports (bench_report) and the

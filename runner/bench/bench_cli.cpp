@@ -7,7 +7,8 @@ namespace runner {
 namespace {
 
 constexpr const char* kFooter =
-    "Figures (P50/P90/P99/min/max/mean by nearest rank; warmup runs excluded): ttft, "
+    "Figures (P50/P90/P95/P99/min/max/mean by nearest rank, sample stddev; warmup runs excluded): "
+    "ttft, "
     "admission_wait, prefill_tok_s, tpot, decode_tok_s, e2e_tok_s, e2e_time, request_latency and "
     "the "
     "per-job phases queue/h2d/infer/d2h (prefill and decode apart) and host_wait are read "
@@ -99,7 +100,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
       ->check(output_path());
   app.add_option("--csv", o.csv,
                  "write the CSV report atomically: mode,metric,clock,unit,count,min,p50,p90,"
-                 "p99,max,mean")
+                 "p95,p99,max,mean,stddev")
       ->check(output_path());
   app.add_option("--trace", o.trace,
                  "write a Chrome trace event JSON timeline (Perfetto, chrome://tracing): one "
@@ -138,7 +139,8 @@ class BenchCommand : public Command {
       : Command(calrt.add_subcommand(
             "bench",
             "timing: TTFT, prefill/decode/end-to-end tok/s, TPOT and the per-job phases as "
-            "P50/P90/P99, in sync and parallel mode; JSON/CSV reports and a Chrome trace")) {
+            "P50/P95/P99 and stddev, in sync and parallel mode; JSON/CSV reports and a Chrome "
+            "trace")) {
     add_device_options(*app_, {&options_.device, &options_.device_kind, &options_.device_index,
                                &options_.device_config});
     add_bench_options(*app_, options_, words_);

@@ -26,9 +26,11 @@ nlohmann::json metric_json(const MetricRow& row) {
   doc.update({{"min", row.dist.min},
               {"p50", row.dist.p50},
               {"p90", row.dist.p90},
+              {"p95", row.dist.p95},
               {"p99", row.dist.p99},
               {"max", row.dist.max},
-              {"mean", row.dist.mean}});
+              {"mean", row.dist.mean},
+              {"stddev", row.dist.stddev}});
   return doc;
 }
 
@@ -205,13 +207,13 @@ nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions
 }
 
 std::string bench_report_csv(const BenchOutcome& outcome) {
-  std::string csv = "mode,metric,clock,unit,count,min,p50,p90,p99,max,mean\n";
+  std::string csv = "mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev\n";
   for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
     for (const MetricRow& row : outcome.metrics[m]) {
       csv += fmt::format("{},{},{},{},{}", outcome.modes[m].mode, row.name, row.clock, row.unit,
                          row.dist.count);
       const Distribution& d = row.dist;
-      for (const double value : {d.min, d.p50, d.p90, d.p99, d.max, d.mean}) {
+      for (const double value : {d.min, d.p50, d.p90, d.p95, d.p99, d.max, d.mean, d.stddev}) {
         csv += "," + (d.count == 0 ? std::string() : format_value(row.unit, value));
       }
       csv += "\n";
@@ -221,8 +223,9 @@ std::string bench_report_csv(const BenchOutcome& outcome) {
 }
 
 void print_bench_table(std::FILE* out, const BenchOutcome& outcome) {
-  std::fprintf(out, "%-9s %-16s %-10s %-5s %6s %11s %11s %11s %11s %11s %11s\n", "mode", "metric",
-               "clock", "unit", "count", "min", "p50", "p90", "p99", "max", "mean");
+  std::fprintf(out, "%-9s %-16s %-10s %-5s %6s %11s %11s %11s %11s %11s %11s %11s %11s\n", "mode",
+               "metric", "clock", "unit", "count", "min", "p50", "p90", "p95", "p99", "max", "mean",
+               "stddev");
   for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
     for (const MetricRow& row : outcome.metrics[m]) {
       const Distribution& d = row.dist;
@@ -231,7 +234,7 @@ void print_bench_table(std::FILE* out, const BenchOutcome& outcome) {
       if (d.count == 0) {
         line += "  unavailable: " + row.unavailable;
       } else {
-        for (const double value : {d.min, d.p50, d.p90, d.p99, d.max, d.mean}) {
+        for (const double value : {d.min, d.p50, d.p90, d.p95, d.p99, d.max, d.mean, d.stddev}) {
           line += fmt::format(" {:>11.3f}", value);
         }
       }

@@ -35,12 +35,20 @@ Distribution summarize(std::vector<double> samples) {
   d.max = samples.back();
   d.p50 = nearest_rank(samples, 50.0);
   d.p90 = nearest_rank(samples, 90.0);
+  d.p95 = nearest_rank(samples, 95.0);
   d.p99 = nearest_rank(samples, 99.0);
   double sum = 0.0;
   for (const double x : samples) {
     sum += x;
   }
   d.mean = sum / static_cast<double>(samples.size());
+  if (samples.size() > 1) {
+    double squares = 0.0;  // two passes: no cancellation between sum and sum of squares
+    for (const double x : samples) {
+      squares += (x - d.mean) * (x - d.mean);
+    }
+    d.stddev = std::sqrt(squares / static_cast<double>(samples.size() - 1));
+  }
   return d;
 }
 

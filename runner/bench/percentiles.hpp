@@ -22,9 +22,13 @@ struct Distribution {
   double min = 0.0;
   double p50 = 0.0;
   double p90 = 0.0;
+  double p95 = 0.0;
   double p99 = 0.0;
   double max = 0.0;
   double mean = 0.0;  // arithmetic mean, summed in ascending order
+  // Sample standard deviation (n - 1 in the denominator, as llama-bench and trtexec report
+  // over repetitions); 0 for a single sample.
+  double stddev = 0.0;
 };
 
 // Count, min, P50, P90, P99, max and mean of `samples` (any order); all zero with count 0

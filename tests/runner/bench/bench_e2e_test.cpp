@@ -173,7 +173,7 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
   std::istringstream lines(first[csv.string()]);
   std::string line;
   std::getline(lines, line);
-  EXPECT_EQ(line, "mode,metric,clock,unit,count,min,p50,p90,p99,max,mean");
+  EXPECT_EQ(line, "mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev");
   size_t rows = 0;
   while (std::getline(lines, line)) {
     ++rows;

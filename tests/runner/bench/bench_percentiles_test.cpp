@@ -65,9 +65,12 @@ TEST(BenchPercentiles, SummarizeSortsAndReportsEverything) {
   EXPECT_EQ(d.min, 1);
   EXPECT_EQ(d.p50, 3);
   EXPECT_EQ(d.p90, 5);
+  EXPECT_EQ(d.p95, 5);
   EXPECT_EQ(d.p99, 5);
   EXPECT_EQ(d.max, 5);
   EXPECT_DOUBLE_EQ(d.mean, 3.0);
+  // Sample standard deviation by hand: squared deviations 4+1+0+1+4 = 10, over n - 1 = 4.
+  EXPECT_DOUBLE_EQ(d.stddev, std::sqrt(2.5));
 
   // A long tail shows in P99 and max, not in P50: why the reports never give only means.
   std::vector<double> tail(99, 10.0);
@@ -75,9 +78,21 @@ TEST(BenchPercentiles, SummarizeSortsAndReportsEverything) {
   const Distribution t = summarize(tail);
   EXPECT_EQ(t.p50, 10);
   EXPECT_EQ(t.p90, 10);
+  EXPECT_EQ(t.p95, 10);  // rank 95 of 100
   EXPECT_EQ(t.p99, 10);  // rank 99 of 100
   EXPECT_EQ(t.max, 1000);
   EXPECT_DOUBLE_EQ(t.mean, 19.9);
+}
+
+TEST(BenchPercentiles, P95IsItsOwnRankAndOneSampleHasNoSpread) {
+  std::vector<double> ramp;
+  for (int i = 1; i <= 20; ++i) ramp.push_back(i);  // rank 19 of 20 is P95
+  const Distribution d = summarize(ramp);
+  EXPECT_EQ(d.p90, 18);
+  EXPECT_EQ(d.p95, 19);
+  EXPECT_EQ(d.p99, 20);
+  EXPECT_EQ(summarize({7.0}).stddev, 0.0);
+  EXPECT_EQ(summarize({4.0, 4.0, 4.0}).stddev, 0.0);
 }
 
 TEST(BenchPercentiles, NoSamplesGiveCountZero) {
