@@ -5,7 +5,9 @@
 #   2. the installed vendor-shim skeleton builds on its own and the installed calrt loads it;
 #   3. the installed calrt runs the bring-up smoke through the installed simulator library;
 #   4. pkg-config finds the headers (a C file compiles with its flags), and the libraries
-#      carry their SONAMEs.
+#      carry their SONAMEs;
+#   5. the installed Python package (when built) runs the example smoke through the installed
+#      simulator library, with nothing of the build tree on its path.
 # Usage: consumer_test.sh BUILD_DIR SOURCE_DIR CALBIN SCRATCH C_COMPILER CXX_COMPILER
 set -euo pipefail
 build=$1 source=$2 calbin=$3 scratch=$4 cc=$5 cxx=$6
@@ -63,4 +65,14 @@ pkg-config --modversion calrt
   $(pkg-config --cflags --libs calrt)
 "$scratch/pc_consumer"
 [[ -e "$(pkg-config --variable=sim_library calrt)" ]]
+
+pydir=$prefix/lib/python3/dist-packages
+if [[ -e "$pydir/calrt/__init__.py" ]]; then
+  step "Python package from the installed tree"
+  PYTHONPATH=$pydir PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 \
+    "$prefix/share/calrt/python/smoke.py" "$calbin" --cases len2,len17 | tee "$scratch/py.log"
+  grep -q "smoke PASS" "$scratch/py.log"
+  PYTHONPATH=$pydir /usr/bin/python3 -c \
+    "import calrt; assert calrt.open_device('sim').status()['chip_count'] == 2"
+fi
 echo "install consumer test: ok"
