@@ -28,8 +28,9 @@ class ScenarioCommand : public Command {
                    "calbins by preset name, DIR/<preset>; a missing one is generated there")
         ->capture_default_str();
     app.add_option("--device", o.device,
-                   "sim (the simulator in process) or a runtime library path (e.g. "
-                   "build/simdev/runtime/libcalrt_sim.so)")
+                   "sim (the simulator in process), a runtime library path (e.g. "
+                   "build/simdev/runtime/libcalrt_sim.so), or unix:SOCKET / tcp:HOST:PORT (a "
+                   "`simdev serve` daemon); it must offer the fault extension")
         ->capture_default_str();
     app.add_option("--json", o.json, "write the JSON report (calrt-scenario/1) to this file")
         ->check(output_path());

@@ -161,7 +161,8 @@ class ReplayCommand : public Command {
     CLI::App& app = *app_;
     app.add_option("FILE", options_.file, "the recording (JSON Lines)")->required();
     app.add_option("--device", options_.device,
-                   "sim (the simulator in process) or a runtime library path")
+                   "sim (the simulator in process), a runtime library path, or unix:SOCKET / "
+                   "tcp:HOST:PORT (a `simdev serve` daemon)")
         ->capture_default_str();
     app.add_option("--calbin", options_.calbin,
                    "load this calbin instead of the recorded Calbin_Create paths");
