@@ -37,16 +37,6 @@ const char* to_string(HostTimeMode mode) { return mode == HostTimeMode::model ? 
 
 namespace {
 
-bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
-  if (a.empty() || b.empty()) {
-    return false;
-  }
-  std::error_code error_a, error_b;
-  const auto canonical_a = std::filesystem::weakly_canonical(a, error_a);
-  const auto canonical_b = std::filesystem::weakly_canonical(b, error_b);
-  return error_a || error_b ? a == b : canonical_a == canonical_b;
-}
-
 nlohmann::json settings_json(const BenchOptions& o) {
   return {
       {"prompt_len", o.prompt_len},

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runner/conformance/conformance.hpp"
-#include "runner/conformance/junit.hpp"
+#include "runner/core/junit.hpp"
 
 namespace runner {
 

@@ -137,4 +137,14 @@ std::string write_text_file(const fs::path& path, const std::string& text) {
   return write_atomically(path, path, text);
 }
 
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  if (a.empty() || b.empty()) {
+    return false;
+  }
+  std::error_code error_a, error_b;
+  const auto canonical_a = std::filesystem::weakly_canonical(a, error_a);
+  const auto canonical_b = std::filesystem::weakly_canonical(b, error_b);
+  return error_a || error_b ? a == b : canonical_a == canonical_b;
+}
+
 }  // namespace runner

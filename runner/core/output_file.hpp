@@ -27,6 +27,10 @@ std::string check_output_path(const char* flag, const std::filesystem::path& pat
 std::string check_output_path(const char* flag, const std::filesystem::path& path,
                               const std::filesystem::path& protected_dir);
 
+// Whether two report paths name the same file (after resolving `.`, `..` and links); false
+// when either is empty.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
+
 // Writes `text` to `path` as described above. Returns an empty string on success, else why.
 std::string write_text_file(const std::filesystem::path& path, const std::string& text);
 

@@ -59,6 +59,7 @@ struct SmokeOptions {
   std::string prefill_model;                    // exact name; default: the unique prefill model
   std::string decode_model;                     // exact name; default: the unique decode model
   std::optional<std::filesystem::path> json;
+  std::optional<std::filesystem::path> junit;  // JUnit XML: one testcase per step
   Thresholds thresholds;
   uint32_t timeout_ms = 30000;  // per device call that waits (device time for the simulator)
   RunnerBug bug = RunnerBug::none;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/junit.hpp"
 #include "runner/core/report.hpp"
 #include "runner/scenario/scenario_campaign.hpp"
 #include "runner/scenario/scenario_checks.hpp"
@@ -262,16 +263,60 @@ class Command {
     return finish(report("ERROR", message), kExitUsage);
   }
 
-  // Writes the JSON report when asked; a report that cannot be written turns a pass into a
-  // usage error, since the caller asked for a file it will not get.
+  // Every run as a JUnit testcase: suites "scenarios", "plans" (a campaign) and "sweeps";
+  // a failure's message is what did not hold, then the command that replays it alone.
+  std::vector<JunitSuite> junit_suites(const std::string& error) const {
+    JunitSuite scenarios{"scenarios", {}}, plans{"plans", {}}, sweeps{"sweeps", {}};
+    auto outcome = [](bool passed) {
+      return passed ? JunitCase::Outcome::pass : JunitCase::Outcome::fail;
+    };
+    for (const RunResult& run : runs_) {
+      JunitCase c{"scenario." + run.kind,
+                  run.name,
+                  outcome(run.passed()),
+                  {},
+                  run.record.device_ms / 1000.0};
+      if (!run.passed()) {
+        c.message = fmt::format("{}\nreplay: {}", fmt::join(run.mismatches, "\n"), run.replay);
+      }
+      (run.kind == "plan" ? plans : scenarios).cases.push_back(std::move(c));
+    }
+    for (const SweepResult& sweep : sweeps_) {
+      JunitCase c{"scenario.sweep", sweep.name, outcome(sweep.passed()), {}, 0.0};
+      if (!sweep.passed()) {
+        c.message = fmt::format("{}\nreplay: {}", fmt::join(sweep.failures, "\n"), sweep.replay);
+      }
+      sweeps.cases.push_back(std::move(c));
+    }
+    std::vector<JunitSuite> suites;
+    if (!error.empty()) {
+      suites.push_back(
+          {"scenario", {{"scenario", "bad input", JunitCase::Outcome::fail, error, 0.0}}});
+    }
+    for (JunitSuite* s : {&scenarios, &plans, &sweeps}) {
+      if (!s->cases.empty()) suites.push_back(std::move(*s));
+    }
+    return suites;
+  }
+
+  // Writes the JSON and JUnit reports when asked; a report that cannot be written turns a
+  // pass into a usage error, since the caller asked for a file it will not get.
   int finish(const nlohmann::json& doc, int exit_code) const {
+    std::vector<std::string> errors;
     if (!o_.json.empty()) {
-      if (const std::string error = write_json_file(o_.json, doc); !error.empty()) {
-        std::fprintf(stderr, "calrt scenario: %s\n", error.c_str());
-        return exit_code == kExitPass ? kExitUsage : exit_code;
+      if (std::string e = write_json_file(o_.json, doc); !e.empty()) errors.push_back(e);
+    }
+    if (!o_.junit.empty()) {
+      const std::string error = doc.value("error", std::string());
+      if (std::string e = write_junit_file(o_.junit, "calrt scenario", junit_suites(error));
+          !e.empty()) {
+        errors.push_back("--junit: " + e);
       }
     }
-    return exit_code;
+    for (const std::string& e : errors) {
+      std::fprintf(stderr, "calrt scenario: %s\n", e.c_str());
+    }
+    return errors.empty() || exit_code != kExitPass ? exit_code : kExitUsage;
   }
 
   const ScenarioOptions& o_;

@@ -18,6 +18,7 @@ struct ScenarioOptions {
   std::string calbin_dir = ".calrt/calbins";
   std::string device = "sim";
   std::string json;
+  std::string junit;  // JUnit XML: one testcase per scenario, campaign plan or sweep
   bool coverage = false;
 };
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/junit.hpp"
+#include "runner/core/output_file.hpp"
 #include "runner/core/session.hpp"
 #include "runner/smoke/smoke.hpp"
 
@@ -136,17 +138,52 @@ std::vector<std::string> summary_lines(const nlohmann::json& m) {
                   verdict(free))};
 }
 
-// Writes the JSON report when asked; a failure to write it is reported and turns a pass
-// into a usage error, since the caller asked for a file it will not get.
+// The steps as JUnit testcases (classname "smoke", name "5 inputs"): a failed step's
+// failures and diagnosis are its message; bad input before any step is one failed case.
+std::vector<JunitSuite> smoke_junit(const Report& report) {
+  JunitSuite suite{"smoke", {}};
+  if (!report.error.empty()) {
+    suite.cases.push_back({"smoke", "bad input", JunitCase::Outcome::fail, report.error, 0.0});
+  }
+  for (const StepResult& step : report.steps) {
+    JunitCase c{"smoke",
+                fmt::format("{} {}", step.number, step.name),
+                JunitCase::Outcome::pass,
+                {},
+                step.wall_ms / 1000.0};
+    if (step.status == StepStatus::fail) {
+      c.outcome = JunitCase::Outcome::fail;
+      std::vector<std::string> lines = step.failures;
+      lines.insert(lines.end(), step.diagnosis.begin(), step.diagnosis.end());
+      c.message = fmt::format("{}", fmt::join(lines, "\n"));
+    } else if (step.status == StepStatus::skip) {
+      c.outcome = JunitCase::Outcome::skip;
+      c.message = step.summary;
+    }
+    suite.cases.push_back(std::move(c));
+  }
+  return {suite};
+}
+
+// Writes the JSON and JUnit reports when asked; a failure to write one is reported and
+// turns a pass into a usage error, since the caller asked for a file it will not get.
 int finish(const SmokeOptions& options, Report& report, int exit_code) {
+  std::vector<std::string> errors;
   if (options.json) {
-    const std::string error = write_json_file(*options.json, report.to_json());
-    if (!error.empty()) {
-      std::fprintf(stderr, "calrt smoke: %s\n", error.c_str());
-      return exit_code == kExitPass ? kExitUsage : exit_code;
+    if (std::string e = write_json_file(*options.json, report.to_json()); !e.empty()) {
+      errors.push_back(e);
     }
   }
-  return exit_code;
+  if (options.junit) {
+    if (std::string e = write_junit_file(*options.junit, "calrt smoke", smoke_junit(report));
+        !e.empty()) {
+      errors.push_back("--junit: " + e);
+    }
+  }
+  for (const std::string& e : errors) {
+    std::fprintf(stderr, "calrt smoke: %s\n", e.c_str());
+  }
+  return errors.empty() || exit_code != kExitPass ? exit_code : kExitUsage;
 }
 
 int bad_input(const SmokeOptions& options, Report& report, const std::string& message) {
@@ -163,13 +200,18 @@ int run_smoke(const SmokeOptions& options) {
   report.context = context_json(options);
   try {
     Session s(options);
-    if (options.json) {
-      // Checked first: a run must not end in a report it cannot write.
-      if (std::string problem = check_output_path("--json", *options.json, options.calbin);
-          !problem.empty()) {
+    // Checked first: a run must not end in a report it cannot write.
+    for (const auto& [flag, path] :
+         {std::pair{"--json", options.json}, std::pair{"--junit", options.junit}}) {
+      if (!path) continue;
+      if (std::string problem = check_output_path(flag, *path, options.calbin); !problem.empty()) {
         std::fprintf(stderr, "calrt smoke: bad input: %s\n", problem.c_str());
         return kExitUsage;
       }
+    }
+    if (options.json && options.junit && same_file(*options.json, *options.junit)) {
+      std::fprintf(stderr, "calrt smoke: bad input: --json and --junit name the same file\n");
+      return kExitUsage;
     }
     try {
       s.device_spec = parse_device(options.device, options.device_kind, options.device_index,

@@ -32,6 +32,9 @@ class SmokeCommand : public Command {
                    "exact decode model name (default: the calbin's only decode model)");
     app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
         ->check(output_path());
+    app.add_option("--junit", o.junit,
+                   "write a JUnit XML report (one testcase per step) to this file (atomically)")
+        ->check(output_path());
     app.add_option("--min-cosine", o.thresholds.min_cosine, "minimum logits cosine")
         ->check(finite_range(-1.0, 1.0))
         ->capture_default_str();

@@ -269,6 +269,27 @@ TEST_P(ScenarioNegativeControl, IsCaught) {
                                  << "without it: " << buggy.dump();
 }
 
+// The JUnit report of a caught negative control: one testcase, failed, whose message carries
+// the mismatch and the command that replays the run.
+TEST_F(ScenarioLibraryRun, JunitNamesTheFailureAndItsReplay) {
+  const fs::path file = fs::path(CALRT_SCENARIO_DIR) / "chip-hang-prefill-needs-cores-reset.yaml";
+  const fs::path junit = dir_ / "report.xml";
+  const CalrtOutput run = run_calrt_split("scenario " + quoted(file) + calbin_dir_option() +
+                                              " --policy-bug single-level --junit " + quoted(junit),
+                                          dir_);
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  const std::string xml = read_text(junit);
+  EXPECT_NE(xml.find(R"(<testsuite name="scenarios" tests="1" failures="1")"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find(R"(name="chip-hang-prefill-needs-cores-reset")"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("replay: calrt scenario"), std::string::npos) << xml;
+  // And a clean run of the same file: the same testcase, passed.
+  const CalrtOutput clean = run_calrt_split(
+      "scenario " + quoted(file) + calbin_dir_option() + " --junit " + quoted(junit), dir_);
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  EXPECT_NE(read_text(junit).find(R"(tests="1" failures="0")"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Library, ScenarioNegativeControl,
                          ::testing::ValuesIn(all_negative_controls()), test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ScenarioNegativeControl);

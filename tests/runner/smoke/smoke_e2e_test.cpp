@@ -149,6 +149,35 @@ TEST(SmokeLines, WorkNotDoneIsNotReportedAsChecked) {
       << run.output;
 }
 
+// JUnit: one testcase per step; a failed step's failures and diagnosis are its message.
+TEST_F(SmokeTest, JunitHasOneTestcasePerStep) {
+  const fs::path junit = dir_ / "smoke.xml";
+  const CalrtRun bad =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) +
+                " --cases len2 --inject-runner-bug position --junit " + quoted(junit));
+  ASSERT_EQ(bad.exit_code, 1) << bad.output;
+  std::ifstream stream(junit);
+  const std::string xml((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+  EXPECT_NE(xml.find(R"(<testsuite name="smoke" tests="8" failures="1")"), std::string::npos)
+      << xml;
+  EXPECT_TRUE(std::regex_search(
+      xml,
+      std::regex(
+          R"(<testcase classname="smoke" name="7 decode"[^>]*>\s*<failure message="decode logits cosine)")))
+      << xml;
+  const CalrtRun good =
+      run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --cases len2 --junit " + quoted(junit));
+  ASSERT_EQ(good.exit_code, 0) << good.output;
+  std::ifstream again(junit);
+  const std::string clean((std::istreambuf_iterator<char>(again)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_NE(clean.find(R"(tests="8" failures="0")"), std::string::npos) << clean;
+  EXPECT_EQ(run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --json " + quoted(junit) +
+                      " --junit " + quoted(junit))
+                .exit_code,
+            2);
+}
+
 // Bad input: exit 2, a message naming the file and the field, no crash.
 struct BadInput {
   const char* name;

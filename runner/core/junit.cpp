@@ -1,4 +1,4 @@
-#include "runner/conformance/junit.hpp"
+#include "runner/core/junit.hpp"
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
