@@ -185,7 +185,7 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
       return usage_error(o, outcome, error.what());
     }
     outcome.environment["calbin"] = calbin_json(s);
-    if (!o.quiet) {
+    if (o.table) {
       std::printf(
           "calrt bench: %s on %s: prompt %u, generate %u, %u runs + %u warmup, concurrency %u, "
           "mode %s, sampling %s, host time %s\n",
@@ -218,6 +218,10 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
         }
       }
       BenchEngine engine(s, host, collector);
+      const uint64_t modes = o.modes == BenchModes::both ? 2 : 1;
+      Progress progress("bench runs", modes * (o.warmup + o.runs),
+                        o.progress && o.table && Progress::terminal());
+      engine.set_progress(&progress);
       try {
         for (const bool parallel : {false, true}) {
           if (o.modes == (parallel ? BenchModes::sync : BenchModes::parallel)) {
@@ -281,7 +285,7 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
             collector.dropped());
       }
     }
-    if (!o.quiet) {
+    if (o.table) {
       if (!outcome.modes.empty()) {
         print_bench_table(stdout, outcome);
       }

@@ -110,6 +110,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "device trace buffer in events (0: the runtime's default); drained after "
                  "every job")
       ->capture_default_str();
+  app.add_flag("!--quiet", o.progress, "no progress line on a terminal");
   app.add_option("--sweep", words.sweep,
                  "KEY=V1,V2,...: run the whole bench at every value of a device-config key "
                  "(pcie_lanes, d2d_gbps, dram_gbps, ...; simdev/device/README.md); twice for "

@@ -103,11 +103,18 @@ void BenchEngine::run_mode(bool parallel, ModeRecord& mode) {
   } catch (const calrt::Error& error) {
     throw BenchFailure(fmt::format("{} mode setup: {}", mode.mode, error.what()));
   }
+  auto advance = [&](const char* kind, uint32_t run) {
+    if (progress_ != nullptr) {
+      progress_->update(++runs_done_, fmt::format("{} {} {} done", mode.mode, kind, run + 1));
+    }
+  };
   for (uint32_t w = 0; w < o.warmup; ++w) {
     run_once(RunKey{true, w}, slots, kvs, mode);
+    advance("warmup", w);
   }
   for (uint32_t r = 0; r < o.runs; ++r) {
     run_once(RunKey{false, r}, slots, kvs, mode);
+    advance("run", r);
   }
   try {
     // Released explicitly, children first, so that a runtime error is reported.

@@ -28,6 +28,7 @@
 #include "runner/bench/bench_host_time.hpp"
 #include "runner/bench/bench_records.hpp"
 #include "runner/bench/bench_session.hpp"
+#include "runner/core/progress.hpp"
 
 namespace runner {
 
@@ -56,6 +57,8 @@ class BenchEngine {
   // Runs --warmup then --runs runs in one mode into `mode`, which keeps what was recorded
   // when a job fails part-way. Throws BenchFailure.
   void run_mode(bool parallel, ModeRecord& mode);
+  // Each run (warmup included) done advances this line, when given.
+  void set_progress(Progress* progress) { progress_ = progress; }
 
  private:
   struct Slot;
@@ -74,6 +77,8 @@ class BenchEngine {
   HostTime& host_;
   DeviceTraceCollector& trace_;
   uint64_t submitted_ = 0;  // jobs submitted on this device so far
+  Progress* progress_ = nullptr;
+  uint64_t runs_done_ = 0;
 };
 
 }  // namespace runner

@@ -60,7 +60,8 @@ struct BenchOptions {
     std::vector<std::string> values;
   };
   std::vector<SweepAxis> sweep;
-  bool quiet = false;  // no header line, table or verdict line: a sweep prints its own
+  bool table = true;     // the header line, table and verdict line (a sweep prints its own)
+  bool progress = true;  // a progress line on a terminal (--quiet: none)
 
   std::vector<std::string> argv;  // the command line as given, recorded in the reports
 };

@@ -12,6 +12,7 @@
 #include "runner/bench/bench_report.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/core/output_file.hpp"
+#include "runner/core/progress.hpp"
 #include "runner/core/report.hpp"
 
 namespace runner {
@@ -218,10 +219,14 @@ int run_bench_sweep(const BenchOptions& o) {
     for (const Column& c : kColumns) header += std::string("  ") + c.header;
     std::printf("%s\n", header.c_str());
     bool failed = false;
+    Progress progress("sweep points", points.size(), o.progress && Progress::terminal());
+    size_t done = 0;
     for (Point& p : points) {
+      progress.update(done++, fmt::format("{}", fmt::join(p.values, ", ")));
       BenchOptions point = o;
       point.sweep.clear();
-      point.quiet = true;
+      point.table = false;
+      point.progress = false;
       point.json.clear();
       point.csv.clear();
       for (size_t a = 0; a < o.sweep.size(); ++a) {
@@ -237,6 +242,7 @@ int run_bench_sweep(const BenchOptions& o) {
         p.mode = outcome.modes.back().mode;
       }
       failed |= code != kExitPass;
+      progress.clear();
       print_row(o, p);
       if (code == kExitUsage) {
         // Bad input (an unknown key, a value the device refuses) fails every point alike.

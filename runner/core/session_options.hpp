@@ -63,6 +63,7 @@ struct SmokeOptions {
   Thresholds thresholds;
   uint32_t timeout_ms = 30000;  // per device call that waits (device time for the simulator)
   RunnerBug bug = RunnerBug::none;
+  bool progress = true;  // a progress line over the golden cases on a terminal (--quiet: none)
 };
 
 }  // namespace runner

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runner/core/progress.hpp"
 #include "runner/core/sampling.hpp"
 #include "runner/scenario/scenario_checks.hpp"
 
@@ -115,9 +116,11 @@ std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& wo
                                     uint64_t first_seed, uint32_t count,
                                     const std::vector<calrt::FaultHit>& offered, uint32_t chips) {
   std::vector<RunResult> results;
+  Progress progress("plans", count, context.options.progress && Progress::terminal());
   for (uint32_t i = 0; i < count; ++i) {
     const uint64_t seed = first_seed + i;
     const std::vector<FaultEntry> faults = random_plan(seed, offered, chips);
+    progress.clear();  // the plan's lines go above the progress line
     std::printf("plan %llu: %s\n", static_cast<unsigned long long>(seed),
                 plan_yaml(seed, faults).c_str());
     std::fflush(stdout);
@@ -137,6 +140,7 @@ std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& wo
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
     results.push_back(std::move(result));
+    progress.update(i + 1);
   }
   return results;
 }

@@ -34,6 +34,7 @@ class ScenarioCommand : public Command {
         ->capture_default_str();
     app.add_option("--json", o.json, "write the JSON report (calrt-scenario/1) to this file")
         ->check(output_path());
+    app.add_flag("!--quiet", o.progress, "no progress line on a terminal");
     app.add_option("--junit", o.junit,
                    "write a JUnit XML report to this file: one testcase per scenario, plan or "
                    "sweep, failures with the command that replays them")

@@ -20,6 +20,7 @@ struct ScenarioOptions {
   std::string json;
   std::string junit;  // JUnit XML: one testcase per scenario, campaign plan or sweep
   bool coverage = false;
+  bool progress = true;  // a progress line over a campaign's plans on a terminal (--quiet: none)
 };
 
 // Runs the command; returns the process exit code (exit_codes.hpp). Never throws.

@@ -32,6 +32,7 @@ class SmokeCommand : public Command {
                    "exact decode model name (default: the calbin's only decode model)");
     app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
         ->check(output_path());
+    app.add_flag("!--quiet", o.progress, "no progress line on a terminal");
     app.add_option("--junit", o.junit,
                    "write a JUnit XML report (one testcase per step) to this file (atomically)")
         ->check(output_path());

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "runner/core/progress.hpp"
 #include "runner/core/session.hpp"
 #include "runner/smoke/golden_case.hpp"
 
@@ -234,8 +235,12 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
   std::vector<std::string> case_names;
   std::array<std::vector<std::string>, kCasePhases> diagnosis;
   std::array<std::vector<std::string>, kCasePhases> case_failures;
+  // Steps 5-7 print once every case has run: the long cases take seconds, so say where it is.
+  Progress progress("golden cases", s.inputs.case_indices.size(),
+                    s.options.progress && Progress::terminal());
   for (size_t i = 0; i < s.inputs.case_indices.size(); ++i) {
     const calbin::GoldenCase& golden = s.inputs.golden_case(i);
+    progress.update(i, golden.name);
     spdlog::debug("case {}: prompt {} tokens, {} decode steps", golden.name, golden.prompt_len,
                   golden.decode_steps);
     const CaseResult r = run_golden_case(s, golden);
@@ -264,6 +269,7 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
     }
     steps[2].details["cases"].push_back(r.to_json());
   }
+  progress.clear();
   const Thresholds& t = s.options.thresholds;
   judge_metrics("prefill", totals.prefill, totals.reference_prefill, t, steps[1]);
   judge_metrics("decode", totals.decode, totals.reference_decode, t, steps[2]);

@@ -13,8 +13,9 @@ struct CalrtRun {
   std::string output;  // stdout and stderr
 };
 
-inline CalrtRun run_calrt(const std::string& args) {
-  const std::string command = std::string("'") + CALRT_EXE + "' " + args + " 2>&1";
+// Any shell command, stdout and stderr together.
+inline CalrtRun run_command(const std::string& shell_command) {
+  const std::string command = shell_command + " 2>&1";
   CalrtRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
@@ -28,6 +29,19 @@ inline CalrtRun run_calrt(const std::string& args) {
   const int status = pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
+}
+
+inline CalrtRun run_calrt(const std::string& args) {
+  return run_command(std::string("'") + CALRT_EXE + "' " + args);
+}
+
+// `text` as one shell word.
+inline std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
 }
 
 inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }

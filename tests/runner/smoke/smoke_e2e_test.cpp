@@ -149,6 +149,24 @@ TEST(SmokeLines, WorkNotDoneIsNotReportedAsChecked) {
       << run.output;
 }
 
+// On a terminal the smoke draws a progress line over the golden cases and erases it before
+// steps 5-7 print; --quiet draws none; output that is not a terminal never gets one.
+TEST_F(SmokeTest, ProgressOnlyOnATerminalAndNotWithQuiet) {
+  const std::string smoke = std::string(CALRT_EXE) + " smoke " + quoted(CALRT_TEST_CALBIN);
+  const CalrtRun piped = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN));
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos);
+  // script(1) runs it on a pseudo-terminal and copies what it drew.
+  const CalrtRun tty = run_command("script -qec " + shell_quoted(smoke) + " /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.output;
+  EXPECT_NE(tty.output.find("\rgolden cases 0/8 (len1)"), std::string::npos) << tty.output;
+  EXPECT_NE(tty.output.find("\r\x1b[K[PASS] 5 inputs"), std::string::npos) << tty.output;
+  const CalrtRun quiet =
+      run_command("script -qec " + shell_quoted(smoke + " --quiet") + " /dev/null");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("\rgolden cases"), std::string::npos) << quiet.output;
+}
+
 // JUnit: one testcase per step; a failed step's failures and diagnosis are its message.
 TEST_F(SmokeTest, JunitHasOneTestcasePerStep) {
   const fs::path junit = dir_ / "smoke.xml";
