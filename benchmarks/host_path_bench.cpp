@@ -184,6 +184,14 @@ std::string check_row(const std::string& name, const Logits& l, size_t row, size
   if (pick.top_k != reference_top_k(expected, k)) {
     return name + ": read_row_pick top_k(" + std::to_string(k) + ") differs from the reference";
   }
+  const runner::RowPick ranked = runner::rank_row(l.physical, l.desc, row, k);
+  if (ranked.argmax != reference_argmax(expected)) {
+    return name + ": rank_row argmax " + std::to_string(ranked.argmax) + ", reference " +
+           std::to_string(reference_argmax(expected));
+  }
+  if (ranked.top_k != reference_top_k(expected, k)) {
+    return name + ": rank_row top_k(" + std::to_string(k) + ") differs from the reference";
+  }
   return {};
 }
 
@@ -482,6 +490,38 @@ void BM_DecodeHostStepFused(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * row_bytes());
 }
 BENCHMARK(BM_DecodeHostStepFused);
+
+// A step that only ranks (greedy, or top-k sampling, which needs only the k values): D2H, then
+// runner::rank_row from the BF16 row, with no FP32 row written.
+void BM_DecodeHostStepRankOnly(benchmark::State& state) {
+  const Logits& l = reference_logits(true);
+  const ChipHalves halves = split_by_chip(l);
+  std::vector<std::byte> host(l.desc.bytes);
+  runner::RowPick pick;
+  for (auto _ : state) {
+    land_d2h(halves, host.data());
+    pick = runner::rank_row(host, l.desc, 0, kTopK);
+    benchmark::DoNotOptimize(pick.argmax);
+    benchmark::DoNotOptimize(pick.top_k.data());
+  }
+  expect_equal(state, pick.argmax, expected_for(true).greedy, "rank-only host step argmax");
+  expect_equal(state, pick.top_k, expected_for(true).top, "rank-only host step top_k");
+  state.SetBytesProcessed(state.iterations() * row_bytes());
+}
+BENCHMARK(BM_DecodeHostStepRankOnly);
+
+// The ranking alone, from a row already in host memory (the D2H being the device's DMA).
+void BM_RankBf16Row(benchmark::State& state) {
+  const Logits& l = reference_logits(true);
+  runner::RowPick pick;
+  for (auto _ : state) {
+    pick = runner::rank_row(l.physical, l.desc, 0, kTopK);
+    benchmark::DoNotOptimize(pick.top_k.data());
+  }
+  expect_equal(state, pick.top_k, expected_for(true).top, "rank_row top_k");
+  state.SetBytesProcessed(state.iterations() * row_bytes());
+}
+BENCHMARK(BM_RankBf16Row);
 
 }  // namespace
 

@@ -63,7 +63,8 @@ engine = runs(sys.argv[3])
 
 memcpy = host.get("BM_Memcpy")
 steps = [(label, host.get(name)) for label, name in
-         (("unfused", "BM_DecodeHostStep"), ("fused", "BM_DecodeHostStepFused"))]
+         (("unfused", "BM_DecodeHostStep"), ("fused", "BM_DecodeHostStepFused"),
+          ("rank-only", "BM_DecodeHostStepRankOnly"))]
 measured = [(label, step) for label, step in steps if step and not step.get("error_occurred")]
 if memcpy and measured:
     # Every step is timed on the same row, so the byte count comes from the first one.

@@ -348,6 +348,18 @@ std::vector<int32_t> RowRanker::top_k(std::span<const float> row) const {
   return ids;
 }
 
+std::vector<int32_t> RowRanker::top_k_of_numbers() const {
+  if (k_ > 0 && best_.size() < std::min(k_, seen_)) {
+    throw std::logic_error("RowRanker::top_k_of_numbers: fewer numbers than k; use top_k(row)");
+  }
+  std::vector<Ranked> sorted = best_;
+  std::sort(sorted.begin(), sorted.end(), ranked_before);
+  std::vector<int32_t> ids;
+  ids.reserve(std::min(k_, sorted.size()));
+  for (size_t i = 0; i < sorted.size() && ids.size() < k_; ++i) ids.push_back(sorted[i].id);
+  return ids;
+}
+
 double top_k_overlap(std::span<const int32_t> a, std::span<const int32_t> b) {
   if (b.empty()) {
     return 1.0;

@@ -74,6 +74,9 @@ class RowRanker {
   // After the last piece; `row` must be every value added, in order (the NaNs' ids are looked
   // up in it when fewer than k values are numbers).
   std::vector<int32_t> top_k(std::span<const float> row) const;
+  // The same when at least k numbers were added (bound() is set, or k is 0): the row is not
+  // needed then.
+  std::vector<int32_t> top_k_of_numbers() const;
 
  private:
   size_t k_;

@@ -95,6 +95,35 @@ size_t widen_bf16_until_above(const std::byte* src, float* dst, size_t blocks, f
   return blocks;
 }
 
+// The first of `blocks` blocks of kTestBlock BF16 values holding a value greater than `bound`
+// (NaNs never are), or `blocks`: the test of widen_bf16_until_above with nothing stored, so
+// that ranking reads the row once and writes nothing.
+CALRT_SIMD_CLONES
+size_t first_bf16_block_above(const std::byte* src, size_t blocks, float bound) {
+  using Float8 = float __attribute__((vector_size(32)));
+  using Mask8 = int32_t __attribute__((vector_size(32)));
+  const Float8 b = Float8{} + bound;
+  for (size_t block = 0; block < blocks; ++block) {
+    const std::byte* s = src + block * kTestBlock * 2;
+    Mask8 above = {};
+    for (size_t j = 0; j < kTestBlock; j += 16) {
+      float values[16];
+      widen_bf16_16(s + 2 * j, values);
+      Float8 lo;
+      Float8 hi;
+      std::memcpy(&lo, values, sizeof(lo));
+      std::memcpy(&hi, values + 8, sizeof(hi));
+      above |= (lo > b) | (hi > b);
+    }
+    uint64_t words[4];
+    std::memcpy(words, &above, sizeof(words));
+    if ((words[0] | words[1] | words[2] | words[3]) != 0) {
+      return block;
+    }
+  }
+  return blocks;
+}
+
 // Physical element offset of logical (row, col).
 size_t physical_index(const calrt::TensorDesc& desc, const Matrix2d& m, size_t row, size_t col) {
   if (desc.layout == calrt::Layout::tiled) {
@@ -169,7 +198,7 @@ namespace {
 // that every run lies inside the mapping.
 template <class ReadRun>
 void for_each_run(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
-                  std::span<float> out, ReadRun read_run) {
+                  size_t out_size, ReadRun read_run) {
   const Matrix2d m = physical_shape(desc);
   if (desc.dtype != calrt::Dtype::bf16 && desc.dtype != calrt::Dtype::f32) {
     throw desc_error(desc, std::string("cannot read dtype ") + calrt::to_string(desc.dtype));
@@ -181,8 +210,8 @@ void for_each_run(std::span<const std::byte> mapped, const calrt::TensorDesc& de
   if (row >= m.rows) {
     throw desc_error(desc, "row " + std::to_string(row) + " of " + std::to_string(m.rows));
   }
-  if (out.size() != m.cols) {
-    throw desc_error(desc, "output holds " + std::to_string(out.size()) + " values for a row of " +
+  if (out_size != m.cols) {
+    throw desc_error(desc, "output holds " + std::to_string(out_size) + " values for a row of " +
                                std::to_string(m.cols));
   }
   if (desc.layout != calrt::Layout::tiled) {
@@ -221,7 +250,7 @@ constexpr size_t kPickPiece = 4096;
 
 void read_row_f32_into(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                        std::span<float> out) {
-  for_each_run(mapped, desc, row, out, [&](size_t first, size_t count, size_t col) {
+  for_each_run(mapped, desc, row, out.size(), [&](size_t first, size_t count, size_t col) {
     convert_run(mapped, desc.dtype, first, count, out.data() + col);
   });
 }
@@ -230,7 +259,7 @@ RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc
                       std::span<float> out, size_t k) {
   RowRanker ranker(k);
   size_t ranked = 0;  // out[0, ranked) has gone to the ranker
-  for_each_run(mapped, desc, row, out, [&](size_t first, size_t count, size_t col) {
+  for_each_run(mapped, desc, row, out.size(), [&](size_t first, size_t count, size_t col) {
     if (desc.dtype == calrt::Dtype::bf16 && count >= kTestBlock) {
       // A long BF16 run (the usual single logits row): the conversion tests each block
       // against the ranking's bound, and only the rare blocks above it reach the ranker.
@@ -275,6 +304,60 @@ RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc
   });
   ranker.add(out.subspan(ranked));
   return {ranker.argmax(), ranker.top_k(out)};
+}
+
+RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                 size_t k) {
+  RowRanker ranker(k);
+  // A piece of converted values for the ranker, reused: the blocks above the bound and the
+  // short runs of a strided row land here, never in a row-sized buffer.
+  std::vector<float> scratch(kPickPiece);
+  size_t gathered = 0;  // values in scratch not yet ranked
+  auto flush = [&] {
+    ranker.add({scratch.data(), gathered});
+    gathered = 0;
+  };
+  const size_t columns = physical_shape(desc).cols;
+  for_each_run(mapped, desc, row, columns, [&](size_t first, size_t count, size_t) {
+    if (desc.dtype == calrt::Dtype::bf16 && count >= kTestBlock) {
+      flush();
+      const std::byte* src = mapped.data() + first * 2;
+      const size_t blocks = count / kTestBlock;
+      for (size_t done = 0; done < blocks;) {
+        const std::optional<float> bound = ranker.bound();
+        if (!bound) {  // the ranking is still filling: every number counts
+          widen_bf16(src + done * kTestBlock * 2, scratch.data(), kTestBlock);
+          ranker.add({scratch.data(), kTestBlock});
+          ++done;
+          continue;
+        }
+        const size_t hit =
+            done + first_bf16_block_above(src + done * kTestBlock * 2, blocks - done, *bound);
+        ranker.skip((hit - done) * kTestBlock);
+        if (hit == blocks) break;
+        widen_bf16(src + hit * kTestBlock * 2, scratch.data(), kTestBlock);
+        ranker.add({scratch.data(), kTestBlock});
+        done = hit + 1;
+      }
+      const size_t tail = blocks * kTestBlock;
+      widen_bf16(src + tail * 2, scratch.data(), count - tail);
+      ranker.add({scratch.data(), count - tail});
+      return;
+    }
+    for (size_t done = 0; done < count;) {
+      const size_t take = std::min(count - done, kPickPiece - gathered);
+      convert_run(mapped, desc.dtype, first + done, take, scratch.data() + gathered);
+      done += take;
+      gathered += take;
+      if (gathered == kPickPiece) flush();
+    }
+  });
+  flush();
+  if (k > 0 && !ranker.bound()) {
+    // Fewer numbers than k: the NaNs fill the last places by id, which takes the row.
+    return {ranker.argmax(), ranker.top_k(read_row_f32(mapped, desc, row))};
+  }
+  return {ranker.argmax(), ranker.top_k_of_numbers()};
 }
 
 void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,

@@ -51,6 +51,14 @@ struct RowPick {
 RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                       std::span<float> out, size_t k);
 
+// argmax and top_k of the row with no FP32 row written: for a step that only ranks (greedy
+// or top-k sampling, which needs the k values only), the BF16 row is read once and each
+// block is tested against the ranking's bound in registers; only blocks above it are
+// widened, into a small scratch. The same results as read_row_pick, bit for bit; a row with
+// fewer numbers than k (NaNs rank last, by id) is converted whole to place them.
+RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                 size_t k);
+
 // Writes `values` into logical row 0 of an int32 tensor and zeroes everything else (other
 // rows, the row's tail, tiling padding).
 void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,

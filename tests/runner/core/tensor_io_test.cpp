@@ -167,7 +167,7 @@ TEST(TensorIo, WritesRowZeroAndZeroesTheRest) {
 }
 
 // ---------------------------------------------------------------------------------------
-// read_row_pick: must give exactly what read_row_f32_into + argmax + top_k give.
+// read_row_pick and rank_row: must give exactly what read_row_f32_into + argmax + top_k give.
 // ---------------------------------------------------------------------------------------
 
 // Physical bf16 bytes of `rows` x `cols` logical values made by value(row, col).
@@ -208,6 +208,10 @@ void expect_pick_matches(const std::string& name, size_t rows, size_t cols, uint
       ASSERT_TRUE(same_bits(out, expected));
       EXPECT_EQ(pick.argmax, runner::argmax(expected));
       EXPECT_EQ(pick.top_k, runner::top_k(expected, k));
+      // rank_row: the same ranking with no FP32 row written.
+      const runner::RowPick ranked = runner::rank_row(bytes, desc, row, k);
+      EXPECT_EQ(ranked.argmax, runner::argmax(expected));
+      EXPECT_EQ(ranked.top_k, runner::top_k(expected, k));
     }
   }
 }
@@ -285,6 +289,11 @@ TEST(TensorIoPick, ReadsF32AndRejectsWhatReadRowRejects) {
   std::vector<float> short_out(19);
   EXPECT_THROW(runner::read_row_pick(bytes, desc, 0, short_out, 3), std::runtime_error);
   EXPECT_THROW(runner::read_row_pick(bytes, desc, 2, out, 3), std::runtime_error);
+  EXPECT_EQ(runner::rank_row(bytes, desc, 1, 3).top_k, runner::top_k(expected, 3));
+  EXPECT_EQ(runner::rank_row(bytes, desc, 1, huge).top_k, runner::top_k(expected, huge));
+  EXPECT_THROW(runner::rank_row(bytes, desc, 2, 3), std::runtime_error);
+  EXPECT_THROW(runner::rank_row(std::span(bytes).first(bytes.size() - 1), desc, 0, 3),
+               std::runtime_error);
 }
 
 }  // namespace
