@@ -31,7 +31,9 @@ std::string joined_command_line(int argc, char** argv) {
 
 int run_gen(simdev::gen::GenOptions options) {
   // The seed and every derived option come first, so any run can be replayed from its log.
-  spdlog::info("gen: preset={} seed={} out={} golden={} long_cases={} force={}", options.preset,
+  spdlog::info("gen: {} seed={} out={} golden={} long_cases={} force={}",
+               options.config_file.empty() ? "preset=" + options.preset
+                                           : "config=" + options.config_file.string(),
                options.seed, options.out_dir.string(), options.with_golden, options.long_cases,
                options.force);
   if (auto checked = simdev::gen::check_gen_options(options); !checked) {
