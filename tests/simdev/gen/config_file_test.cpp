@@ -47,6 +47,20 @@ TEST(ConfigFile, Qwen3ConfigJson) {
   EXPECT_EQ(c.decode_model, "qwen3_small_decode");
 }
 
+// The shipped 0.6B shape (simdev/gen/README.md) reads as Qwen3-0.6B's published shape.
+TEST(ConfigFile, TheShippedDenseShapeReads) {
+  const ModelConfig c = read_ok(fs::path(CALRT_SHIPPED_CONFIGS) / "qwen3-0.6b-shape.json");
+  EXPECT_EQ(c.architecture, "qwen3");
+  EXPECT_EQ(c.layers, 28u);
+  EXPECT_EQ(c.hidden, 1024u);
+  EXPECT_EQ(c.q_heads, 16u);
+  EXPECT_EQ(c.kv_heads, 8u);
+  EXPECT_EQ(c.head_dim, 128u);
+  EXPECT_EQ(c.ffn, 3072u);
+  EXPECT_EQ(c.vocab, 151936u);
+  EXPECT_EQ(c.experts, 0u);
+}
+
 TEST(ConfigFile, LlamaDerivesItsHeadSize) {
   const ModelConfig c = read_ok(kConfigs / "llama-small" / "config.json");
   EXPECT_EQ(c.architecture, "llama");
