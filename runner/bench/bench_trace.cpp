@@ -17,7 +17,9 @@ constexpr int kRunsTid = 2;
 constexpr int kH2dTid = 101;
 constexpr int kD2hTid = 102;
 constexpr int kD2dTid = 103;
-constexpr int kQueueTid = 104;
+// One queue track per buffer slot: in parallel mode the ping and pong jobs wait at the same
+// time, and Perfetto drops complete events that overlap on one track without nesting.
+constexpr int kQueueTid = 110;  // + slot
 constexpr int kOtherTid = 199;
 
 int chip_tid(uint32_t chip) { return 1 + static_cast<int>(chip); }
@@ -33,7 +35,7 @@ int track_tid(const calrt::TraceEvent& event) {
     case calrt::TraceTrack::d2d:
       return kD2dTid;
     case calrt::TraceTrack::queue:
-      return kQueueTid;
+      return kQueueTid;  // the slot is added where the owner is known
   }
   return kOtherTid;  // a track a newer runtime added
 }
@@ -163,7 +165,12 @@ std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_even
   trace.thread(kDevicePid, kH2dTid, "PCIe H2D", 100);
   trace.thread(kDevicePid, kD2hTid, "PCIe D2H", 101);
   trace.thread(kDevicePid, kD2dTid, "D2D", 102);
-  trace.thread(kDevicePid, kQueueTid, "queue", 103);
+  uint32_t slots = 1;
+  for (const ModeRecord& mode : modes) slots = std::max(slots, mode.slots);
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    trace.thread(kDevicePid, kQueueTid + static_cast<int>(slot),
+                 "queue slot " + std::to_string(slot), 103 + static_cast<int>(slot));
+  }
   if (other_track) {
     trace.thread(kDevicePid, kOtherTid, "other", 199);
   }
@@ -185,9 +192,12 @@ std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_even
       args.push_back(ChromeTrace::arg("flops", event.flops));
     }
     const auto owner = serials.owner_of_serial.find(event.job_serial);
-    add_owner_args(args, owner == serials.owner_of_serial.end() ? JobOwner{} : owner->second);
-    trace.complete(kDevicePid, track_tid(event), event_name(event), kind_name(event.kind),
-                   event.begin.count(), (event.end - event.begin).count(), args);
+    const JobOwner job = owner == serials.owner_of_serial.end() ? JobOwner{} : owner->second;
+    add_owner_args(args, job);
+    int tid = track_tid(event);
+    if (tid == kQueueTid && job.job != nullptr) tid += static_cast<int>(job.job->slot);
+    trace.complete(kDevicePid, tid, event_name(event), kind_name(event.kind), event.begin.count(),
+                   (event.end - event.begin).count(), args);
   }
   const size_t device_count = trace.complete_events();
 

@@ -340,7 +340,7 @@ TEST_F(BenchTest, TraceHasTheNamedTracksAndSaneSpans) {
     names.insert(processes[key.first] + "/" + name);
   }
   for (const char* wanted : {"device/chip 0", "device/chip 1", "device/PCIe H2D", "device/PCIe D2H",
-                             "device/D2D", "device/queue", "host/host"}) {
+                             "device/D2D", "device/queue slot 0", "host/host"}) {
     EXPECT_TRUE(names.count(wanted)) << "no track " << wanted;
   }
 
@@ -383,8 +383,31 @@ TEST_F(BenchTest, TraceHasTheNamedTracksAndSaneSpans) {
     EXPECT_LE(host_spans[i - 1].second, host_spans[i].first + 1e-9) << "host spans overlap";
   }
   for (const char* track : {"device/chip 0", "device/chip 1", "device/PCIe H2D", "device/PCIe D2H",
-                            "device/D2D", "device/queue", "host/host", "host/runs"}) {
+                            "device/D2D", "device/queue slot 0", "host/host", "host/runs"}) {
     EXPECT_GT(per_track[track], 0u) << "nothing on " << track;
+  }
+  // Perfetto keeps only complete events that nest on their track: on every track, an event
+  // begins after the enclosing one has ended or ends within it.
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> by_track;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") {
+      const double ts = e["ts"].get<double>();
+      by_track[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+          {ts, ts + e["dur"].get<double>()});
+    }
+  }
+  for (auto& [key, spans] : by_track) {
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first || (a.first == b.first && a.second > b.second);
+    });
+    std::vector<double> open_ends;
+    for (const auto& [begin, end] : spans) {
+      while (!open_ends.empty() && open_ends.back() <= begin + 1e-9) open_ends.pop_back();
+      EXPECT_TRUE(open_ends.empty() || end <= open_ends.back() + 1e-9)
+          << threads[key] << ": [" << begin << ", " << end << "] overlaps the enclosing event "
+          << "ending at " << open_ends.back() << " without nesting";
+      open_ends.push_back(end);
+    }
   }
   // The report accounts for the trace: nothing dropped, every device job matched.
   const nlohmann::json report = read_json(json);
