@@ -34,6 +34,10 @@ struct BenchCliWords {
   std::string sampling = "greedy";
   std::string host_time = "wall";
   std::vector<std::string> sweep;
+  // A list (128,256) is a sweep over that option; one value is the option itself.
+  std::vector<uint32_t> prompt_len{128};
+  std::vector<uint32_t> gen_len{32};
+  std::vector<uint32_t> concurrency{1};
 };
 
 void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
@@ -42,13 +46,17 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "exact prefill model name (default: the calbin's only prefill model)");
   app.add_option("--decode-model", o.decode_model,
                  "exact decode model name (default: the calbin's only decode model)");
-  app.add_option("--prompt-len", o.prompt_len,
-                 "prompt tokens per request, fed in prefill chunks of the calbin's chunk size")
+  app.add_option("--prompt-len", words.prompt_len,
+                 "prompt tokens per request, fed in prefill chunks of the calbin's chunk size; "
+                 "a list (128,256) sweeps it")
+      ->delimiter(',')
       ->check(CLI::Range(1u, 1u << 24))
       ->capture_default_str();
-  app.add_option("--gen-len", o.gen_len,
+  app.add_option("--gen-len", words.gen_len,
                  "tokens generated per request: the first from the prefill logits, the others "
-                 "from gen-len - 1 decode steps; prompt-len + gen-len - 1 must fit the context")
+                 "from gen-len - 1 decode steps; prompt-len + gen-len - 1 must fit the context; "
+                 "a list sweeps it")
+      ->delimiter(',')
       ->check(CLI::Range(1u, 1u << 24))
       ->capture_default_str();
   app.add_option("--runs", o.runs, "measured runs per mode")
@@ -57,9 +65,10 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
   app.add_option("--warmup", o.warmup, "unmeasured runs per mode before the measured ones")
       ->check(CLI::Range(0u, 1000000u))
       ->capture_default_str();
-  app.add_option("--concurrency", o.concurrency,
+  app.add_option("--concurrency", words.concurrency,
                  "requests in flight per run, each with its own KV handle; they take turns job "
-                 "by job")
+                 "by job; a list sweeps it")
+      ->delimiter(',')
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
   app.add_option("--mode", words.modes,
@@ -149,6 +158,21 @@ class BenchCommand : public Command {
 
   int run(int argc, char** argv) override {
     finish_bench_options(options_, words_, argc, argv);
+    for (const auto& [key, values, field] :
+         {std::tuple{"prompt_len", &words_.prompt_len, &options_.prompt_len},
+          std::tuple{"gen_len", &words_.gen_len, &options_.gen_len},
+          std::tuple{"concurrency", &words_.concurrency, &options_.concurrency}}) {
+      *field = values->front();  // CLI11 requires at least one value
+      if (values->size() > 1) {
+        BenchOptions::SweepAxis axis{key, {}};
+        for (const uint32_t v : *values) axis.values.push_back(std::to_string(v));
+        if (std::string problem = check_sweep_values(axis); !problem.empty()) {
+          std::fprintf(stderr, "calrt bench: bad input: %s\n", problem.c_str());
+          return kExitUsage;
+        }
+        options_.sweep.push_back(std::move(axis));
+      }
+    }
     for (const std::string& text : words_.sweep) {
       BenchOptions::SweepAxis axis;
       if (std::string problem = parse_sweep_axis(text, axis); !problem.empty()) {

@@ -66,6 +66,14 @@ std::vector<Point> points_of(const std::vector<BenchOptions::SweepAxis>& axes) {
   return points;
 }
 
+// The bench's own options a sweep may vary, and where each goes.
+uint32_t* bench_field(BenchOptions& o, const std::string& key) {
+  if (key == "prompt_len") return &o.prompt_len;
+  if (key == "gen_len") return &o.gen_len;
+  if (key == "concurrency") return &o.concurrency;
+  return nullptr;
+}
+
 std::string validate_sweep(const BenchOptions& o) {
   if (o.sweep.size() > 2) {
     return fmt::format("--sweep given {} times: one or two keys", o.sweep.size());
@@ -78,6 +86,17 @@ std::string validate_sweep(const BenchOptions& o) {
   }
   size_t count = 1;
   for (const auto& axis : o.sweep) {
+    if (bench_field(const_cast<BenchOptions&>(o), axis.key) != nullptr) {
+      for (const std::string& value : axis.values) {
+        if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 9 ||
+            std::stoul(value) == 0) {
+          return fmt::format("--sweep {}: value '{}' is not a count of at least 1", axis.key,
+                             value);
+        }
+      }
+      count *= axis.values.size();
+      continue;
+    }
     // The base config must not set what the sweep varies: which would win is not obvious.
     for (size_t at = 0; (at = o.device_config.find(axis.key + "=", at)) != std::string::npos;
          ++at) {
@@ -172,7 +191,6 @@ std::string parse_sweep_axis(const std::string& text, BenchOptions::SweepAxis& a
   axis.key = text.substr(0, eq);
   axis.values.clear();
   const std::string list = text.substr(eq + 1);
-  std::set<std::string> seen;
   for (size_t begin = 0;;) {
     const size_t comma = list.find(',', begin);
     const std::string value =
@@ -180,15 +198,22 @@ std::string parse_sweep_axis(const std::string& text, BenchOptions::SweepAxis& a
     if (value.empty() || value.find_first_of("=;") != std::string::npos) {
       return fmt::format("--sweep '{}': value '{}' is empty or holds '=' or ';'", text, value);
     }
-    if (!seen.insert(value).second) {
-      return fmt::format("--sweep '{}': value '{}' twice", text, value);
-    }
     axis.values.push_back(value);
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
   if (axis.key.find_first_of(";,") != std::string::npos) {
     return fmt::format("--sweep '{}': key '{}' holds ';' or ','", text, axis.key);
+  }
+  return check_sweep_values(axis);
+}
+
+std::string check_sweep_values(const BenchOptions::SweepAxis& axis) {
+  std::set<std::string> seen;
+  for (const std::string& value : axis.values) {
+    if (!seen.insert(value).second) {
+      return fmt::format("--sweep {}: value '{}' twice", axis.key, value);
+    }
   }
   return {};
 }
@@ -230,8 +255,12 @@ int run_bench_sweep(const BenchOptions& o) {
       point.json.clear();
       point.csv.clear();
       for (size_t a = 0; a < o.sweep.size(); ++a) {
-        point.device_config +=
-            (point.device_config.empty() ? "" : ";") + o.sweep[a].key + "=" + p.values[a];
+        if (uint32_t* field = bench_field(point, o.sweep[a].key)) {
+          *field = static_cast<uint32_t>(std::stoul(p.values[a]));
+        } else {
+          point.device_config +=
+              (point.device_config.empty() ? "" : ";") + o.sweep[a].key + "=" + p.values[a];
+        }
       }
       BenchOutcome outcome;
       const int code = run_bench(point, &outcome);

@@ -88,6 +88,11 @@ TEST_F(BenchTest, BadOptionsExitTwoNamingTheFlag) {
       {"--sweep no_such_key=1,2", "no_such_key=1\": unknown key"},
       {"--sweep pcie_lanes=1,2,3,4,5,6,7,8,9 --sweep d2d_latency_ns=1,2,3,4,5,6,7,8",
        "72 points, more than 64"},
+      {"--prompt-len 64,0", "--prompt-len"},
+      {"--prompt-len 64,64", "value '64' twice"},
+      {"--sweep gen_len=4,x", "value 'x' is not a count"},
+      {"--prompt-len 16,32 --sweep prompt_len=64", "the same key twice"},
+      {"--prompt-len 16,4600 --gen-len 32", "--prompt-len 4600"},  // its point cannot fit
   };
   for (const BadOption& c : cases) {
     const CalrtRun run = bench(CALRT_TEST_CALBIN, c.args);
@@ -308,6 +313,33 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_DOUBLE_EQ(read_json(single)["modes"]["parallel"]["metrics"]["ttft"]["p50"].get<double>(),
                    ttft["16"]["32000"]);
+}
+
+// A list given to a bench flag sweeps it, as llama-bench does: a longer prompt never gives a
+// sooner first token, and a second request in flight never a shorter TPOT.
+TEST_F(BenchTest, ListsOfPromptLengthsAndConcurrencySweep) {
+  const fs::path json = dir_ / "sweep.json";
+  const CalrtRun run = bench(CALRT_TEST_REFERENCE_CALBIN,
+                             "--prompt-len 128,512 --concurrency 1,2 --gen-len 4 --runs 1 "
+                             "--warmup 0 --mode parallel --host-time model --json " +
+                                 quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  ASSERT_EQ(doc["points"].size(), 4u);
+  std::map<std::string, nlohmann::json> at;  // "prompt/concurrency"
+  for (const auto& p : doc["points"]) {
+    at[p["config"]["prompt_len"].get<std::string>() + "/" +
+       p["config"]["concurrency"].get<std::string>()] = p;
+  }
+  auto figure = [&](const std::string& point, const char* name) {
+    return at.at(point)[name].get<double>();
+  };
+  for (const std::string c : {"1", "2"}) {
+    EXPECT_LT(figure("128/" + c, "ttft_p50_ms"), figure("512/" + c, "ttft_p50_ms"));
+  }
+  for (const std::string prompt : {"128", "512"}) {
+    EXPECT_LT(figure(prompt + "/1", "tpot_p50_ms"), figure(prompt + "/2", "tpot_p50_ms"));
+  }
 }
 
 // ---------------------------------------------------------------------------------------
