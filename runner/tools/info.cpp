@@ -68,12 +68,27 @@ void describe_device(const calrt::Device& device, const DeviceSpec& spec, nlohma
 
 }  // namespace
 
+const char* reset_level_name(calrt::ResetLevel level) {
+  switch (level) {
+    case calrt::ResetLevel::job_abort:
+      return "job-abort";
+    case calrt::ResetLevel::cores:
+      return "cores";
+    case calrt::ResetLevel::chip:
+      return "chip";
+    case calrt::ResetLevel::full:
+      return "full";
+  }
+  return "?";
+}
+
 int run_info(const InfoOptions& options) {
-  nlohmann::json doc = {{"tool", "calrt"}, {"command", "info"}, {"device", options.device}};
+  const char* command = options.reset ? "reset" : "info";
+  nlohmann::json doc = {{"tool", "calrt"}, {"command", command}, {"device", options.device}};
   int exit_code = kExitPass;
   if (options.json) {
     if (std::string problem = check_output_path("--json", *options.json); !problem.empty()) {
-      std::fprintf(stderr, "calrt info: bad input: %s\n", problem.c_str());
+      std::fprintf(stderr, "calrt %s: bad input: %s\n", command, problem.c_str());
       return kExitUsage;
     }
   }
@@ -85,22 +100,29 @@ int run_info(const InfoOptions& options) {
                           options.device_config);
       api = open_runtime(spec);
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "calrt info: bad input: %s\n", error.what());
+      std::fprintf(stderr, "calrt %s: bad input: %s\n", command, error.what());
       return kExitUsage;
     }
-    const calrt::Device device =
-        open_device(api, spec, std::chrono::milliseconds(options.timeout_ms));
+    calrt::Device device = open_device(api, spec, std::chrono::milliseconds(options.timeout_ms));
+    if (options.reset) {
+      const calrt::DeviceState state =
+          device.reset(*options.reset, std::chrono::milliseconds(options.timeout_ms));
+      std::printf("reset %s: device %s\n", reset_level_name(*options.reset),
+                  calrt::to_string(state));
+      doc["reset"] = {{"level", reset_level_name(*options.reset)},
+                      {"state", calrt::to_string(state)}};
+    }
     describe_device(device, spec, doc);
     doc["result"] = "PASS";
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "calrt info: %s\n", error.what());
+    std::fprintf(stderr, "calrt %s: %s\n", command, error.what());
     doc["result"] = "FAIL";
     doc["error"] = error.what();
     exit_code = kExitFail;
   }
   if (options.json) {
     if (const std::string error = write_json_file(*options.json, doc); !error.empty()) {
-      std::fprintf(stderr, "calrt info: %s\n", error.c_str());
+      std::fprintf(stderr, "calrt %s: %s\n", command, error.c_str());
       return exit_code == kExitPass ? kExitUsage : exit_code;
     }
   }

@@ -31,6 +31,35 @@ class InfoCommand : public Command {
   InfoOptions options_;
 };
 
+class ResetCommand : public Command {
+ public:
+  explicit ResetCommand(CLI::App& calrt)
+      : Command(calrt.add_subcommand(
+            "reset", "reset the device at a level (Device_Reset), then show its status")) {
+    add_device_options(*app_, {&options_.device, &options_.device_kind, &options_.device_index,
+                               &options_.device_config});
+    app_->add_option("--level", level_,
+                     "job-abort (the running job), cores, chip or full (every chip, every "
+                     "calbin unloaded)")
+        ->required()
+        ->check(CLI::IsMember({"job-abort", "cores", "chip", "full"}));
+    app_->add_option("--json", options_.json, "write the JSON report to this file")
+        ->check(output_path());
+    app_->footer(kDeviceExitCodes);
+  }
+  int run(int /*argc*/, char** /*argv*/) override {
+    for (const calrt::ResetLevel level : {calrt::ResetLevel::job_abort, calrt::ResetLevel::cores,
+                                          calrt::ResetLevel::chip, calrt::ResetLevel::full}) {
+      if (level_ == reset_level_name(level)) options_.reset = level;
+    }
+    return run_info(options_);
+  }
+
+ private:
+  InfoOptions options_;
+  std::string level_;
+};
+
 class CheckCommand : public Command {
  public:
   explicit CheckCommand(CLI::App& calrt)
@@ -182,6 +211,9 @@ class ReplayCommand : public Command {
 
 std::unique_ptr<Command> add_info_command(CLI::App& calrt) {
   return std::make_unique<InfoCommand>(calrt);
+}
+std::unique_ptr<Command> add_reset_command(CLI::App& calrt) {
+  return std::make_unique<ResetCommand>(calrt);
 }
 std::unique_ptr<Command> add_check_command(CLI::App& calrt) {
   return std::make_unique<CheckCommand>(calrt);

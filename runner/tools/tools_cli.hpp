@@ -10,6 +10,7 @@
 namespace runner {
 
 std::unique_ptr<Command> add_info_command(CLI::App& calrt);
+std::unique_ptr<Command> add_reset_command(CLI::App& calrt);
 std::unique_ptr<Command> add_check_command(CLI::App& calrt);
 std::unique_ptr<Command> add_inspect_command(CLI::App& calrt);
 std::unique_ptr<Command> add_plan_command(CLI::App& calrt);

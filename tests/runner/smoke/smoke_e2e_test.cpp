@@ -379,4 +379,26 @@ TEST(Info, ShowsDeviceAndChips) {
   EXPECT_NE(run.output.find("chip 1"), std::string::npos) << run.output;
 }
 
+// `calrt reset`: Device_Reset at the level, then the status, whose reset count shows it.
+TEST_F(SmokeTest, ResetResetsAtTheLevelAndShowsTheStatus) {
+  const fs::path json = dir_ / "reset.json";
+  const CalrtRun run =
+      run_calrt("reset --level chip --device " + quoted(CALRT_SIM_SO) + " --json " + quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("reset chip: device OPEN"), std::string::npos) << run.output;
+  const nlohmann::json doc = read_json(json);
+  EXPECT_EQ(doc["command"], "reset");
+  EXPECT_EQ(doc["reset"]["level"], "chip");
+  EXPECT_EQ(doc["status"]["reset_count"], 1);
+  // Without a reset the count stays 0: the figure above comes from the reset.
+  const CalrtRun info = run_calrt("info --json " + quoted(json));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_EQ(read_json(json)["status"]["reset_count"], 0);
+  EXPECT_EQ(run_calrt("reset --level sideways").exit_code, 2);
+  EXPECT_EQ(run_calrt("reset").exit_code, 2);
+  const CalrtRun broken = run_calrt("reset --level full --device-config 'bogus=1'");
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("calrt reset: Device_Create"), std::string::npos) << broken.output;
+}
+
 }  // namespace
