@@ -86,7 +86,8 @@ std::string validate_sweep(const BenchOptions& o) {
   }
   size_t count = 1;
   for (const auto& axis : o.sweep) {
-    if (bench_field(const_cast<BenchOptions&>(o), axis.key) != nullptr) {
+    BenchOptions probe;  // which keys are the bench's own, asked without touching `o`
+    if (bench_field(probe, axis.key) != nullptr) {
       for (const std::string& value : axis.values) {
         if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 9 ||
             std::stoul(value) == 0) {

@@ -198,8 +198,7 @@ void judge_rates(const GoldenTotals& totals, const Thresholds& defaults, StepRes
 
 void summarise(const GoldenTotals& totals, const std::vector<std::string>& names,
                std::array<StepResult, 3>& steps) {
-  MetricSummary all = totals.prefill;
-  all.merge(totals.decode);
+  const MetricSummary all = merged(totals.prefill, totals.decode);
   steps[0].summary = fmt::format("cases {} ({}), {} submissions, CSRs set and read back",
                                  names.size(), fmt::join(names, ","), totals.submissions);
   // "0/8" would read as eight failures where nothing was checked: say what was.
