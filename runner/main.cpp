@@ -13,6 +13,7 @@
 
 #include "runner/bench/bench_cli.hpp"
 #include "runner/conformance/conformance_cli.hpp"
+#include "runner/core/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/scenario/scenario_cli.hpp"
 #include "runner/smoke/smoke_cli.hpp"
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_default_logger(spdlog::stderr_color_st("calrt"));
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  runner::set_command_line(argc, argv);
   for (const auto& command : commands) {
     if (command->parsed()) return command->run(argc, argv);
   }

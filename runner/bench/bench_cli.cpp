@@ -134,13 +134,12 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
   app.footer(kFooter);
 }
 
-void finish_bench_options(BenchOptions& o, const BenchCliWords& words, int argc, char** argv) {
+void finish_bench_options(BenchOptions& o, const BenchCliWords& words) {
   o.modes = words.modes == "sync"       ? BenchModes::sync
             : words.modes == "parallel" ? BenchModes::parallel
                                         : BenchModes::both;
   o.sampling.method = words.sampling == "top-k" ? SamplingMethod::top_k : SamplingMethod::greedy;
   o.host_time = words.host_time == "model" ? HostTimeMode::model : HostTimeMode::wall;
-  o.argv.assign(argv, argv + argc);
 }
 
 class BenchCommand : public Command {
@@ -156,8 +155,8 @@ class BenchCommand : public Command {
     add_bench_options(*app_, options_, words_);
   }
 
-  int run(int argc, char** argv) override {
-    finish_bench_options(options_, words_, argc, argv);
+  int run(int /*argc*/, char** /*argv*/) override {
+    finish_bench_options(options_, words_);
     for (const auto& [key, values, field] :
          {std::tuple{"prompt_len", &words_.prompt_len, &options_.prompt_len},
           std::tuple{"gen_len", &words_.gen_len, &options_.gen_len},

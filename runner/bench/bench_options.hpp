@@ -62,8 +62,6 @@ struct BenchOptions {
   std::vector<SweepAxis> sweep;
   bool table = true;     // the header line, table and verdict line (a sweep prints its own)
   bool progress = true;  // a progress line on a terminal (--quiet: none)
-
-  std::vector<std::string> argv;  // the command line as given, recorded in the reports
 };
 
 }  // namespace runner

@@ -132,40 +132,30 @@ BenchComparison compare_modes(const ModeRecord& sync, const std::vector<MetricRo
   return c;
 }
 
-std::string shell_command_line(const std::vector<std::string>& argv) {
-  std::string line;
-  for (const std::string& arg : argv) {
-    if (!line.empty()) {
-      line += ' ';
-    }
-    const bool plain = !arg.empty() && arg.find_first_not_of(
-                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789_-+=./:,@%") == std::string::npos;
-    if (plain) {
-      line += arg;
-      continue;
-    }
-    line += '\'';
-    for (const char c : arg) {
-      line += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    line += '\'';
+namespace {
+
+// Each mode the options asked for is counted once: passed when it ran to the end and the
+// run's verdict is PASS.
+Counts bench_counts(const BenchOutcome& outcome, const BenchOptions& options) {
+  Counts counts{.unit = "mode"};
+  const uint64_t asked = options.modes == BenchModes::both ? 2 : 1;
+  const uint64_t ran = std::min<uint64_t>(outcome.modes.size(), asked);
+  if (verdict_from(outcome.result) == Verdict::pass) {
+    counts.passed = ran;
+  } else {
+    counts.failed = asked;
   }
-  return line;
+  return counts;
 }
 
+}  // namespace
+
 nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options) {
-  nlohmann::json doc;
-  doc["schema"] = kBenchSchema;
-  doc["tool"] = {{"name", "calrt"},
-                 {"version", calrt_version::project()},
-                 {"commit", calrt_version::commit()},
-                 {"command", "bench"}};
-  doc["command_line"] = shell_command_line(options.argv);
-  doc["result"] = outcome.result;
-  if (!outcome.error.empty()) {
-    doc["error"] = outcome.error;
-  }
+  nlohmann::json doc = to_json(Envelope{.schema = kBenchSchema,
+                                        .command = "bench",
+                                        .result = verdict_from(outcome.result),
+                                        .counts = bench_counts(outcome, options),
+                                        .error = outcome.error});
   doc.update(outcome.environment);
   doc["clocks"] = {
       {"device",
@@ -207,11 +197,13 @@ nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions
 }
 
 std::string bench_report_csv(const BenchOutcome& outcome) {
-  std::string csv = "mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev\n";
+  std::string csv = csv_provenance_header() +
+                    ",mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev\n";
+  const std::string provenance = csv_provenance(kBenchSchema);
   for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
     for (const MetricRow& row : outcome.metrics[m]) {
-      csv += fmt::format("{},{},{},{},{}", outcome.modes[m].mode, row.name, row.clock, row.unit,
-                         row.dist.count);
+      csv += fmt::format("{},{},{},{},{},{}", provenance, outcome.modes[m].mode, row.name,
+                         row.clock, row.unit, row.dist.count);
       const Distribution& d = row.dist;
       for (const double value : {d.min, d.p50, d.p90, d.p95, d.p99, d.max, d.mean, d.stddev}) {
         csv += "," + (d.count == 0 ? std::string() : format_value(row.unit, value));

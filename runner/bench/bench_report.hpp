@@ -1,5 +1,5 @@
 // The outputs of `calrt bench`: the terminal table, the JSON report (schema
-// "calrt-bench/1") and the CSV report (one row per metric per mode). Both reports carry
+// "calrt-bench/2") and the CSV report (one row per metric per mode). Both reports carry
 // what is needed to reproduce the run (calbin hash, device config, versions, seeds, the
 // exact command line) and nothing that changes from one identical run to the next (no
 // wall-clock timestamps, no host names, no temporary paths), so that with
@@ -15,10 +15,11 @@
 #include "runner/bench/bench_metrics.hpp"
 #include "runner/bench/bench_options.hpp"
 #include "runner/bench/bench_records.hpp"
+#include "runner/core/envelope.hpp"
 
 namespace runner {
 
-inline constexpr const char* kBenchSchema = "calrt-bench/1";
+inline constexpr const char* kBenchSchema = "calrt-bench/2";
 
 // Sync against parallel mode, when both ran.
 struct BenchComparison {
@@ -45,10 +46,6 @@ struct BenchOutcome {
   BenchComparison comparison;
   nlohmann::json trace;  // summary of --trace, or null
 };
-
-// argv joined into one shell command line, each argument single-quoted unless it consists
-// only of characters no shell treats specially.
-std::string shell_command_line(const std::vector<std::string>& argv);
 
 nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options);
 std::string bench_report_csv(const BenchOutcome& outcome);

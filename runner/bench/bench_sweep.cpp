@@ -21,6 +21,7 @@ namespace {
 // A sweep is for exploring, not for exhausting a machine: 64 points of a 3-run bench on the
 // reference model take minutes already.
 constexpr size_t kMaxPoints = 64;
+constexpr const char* kSweepSchema = "calrt-bench-sweep/2";
 
 struct Point {
   std::vector<std::string> values;  // one per axis
@@ -116,22 +117,14 @@ std::string validate_sweep(const BenchOptions& o) {
 
 std::string cell(const std::optional<double>& v) { return v ? fmt::format("{:.3f}", *v) : ""; }
 
-std::string csv_quote(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  }
-  return out + "\"";
-}
-
 std::string sweep_csv(const BenchOptions& o, const std::vector<Point>& points) {
-  std::string out;
+  std::string out = csv_provenance_header() + ",";
   for (const auto& axis : o.sweep) out += axis.key + ",";
   out += "result,mode";
   for (const Column& c : kColumns) out += std::string(",") + c.header;
   out += ",error\n";
   for (const Point& p : points) {
+    out += csv_provenance(kSweepSchema) + ",";
     for (const std::string& v : p.values) out += csv_quote(v) + ",";
     out += p.result + "," + p.mode;
     for (const Column& c : kColumns) out += "," + cell(figure(p, c));
@@ -142,15 +135,20 @@ std::string sweep_csv(const BenchOptions& o, const std::vector<Point>& points) {
 
 nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& points,
                           const std::string& result) {
-  nlohmann::json doc = {{"schema", "calrt-bench-sweep/1"},
-                        {"result", result},
-                        {"command", shell_command_line(o.argv)},
-                        {"calbin", o.calbin.string()},
-                        {"device_config", o.device_config},
-                        {"prompt_len", o.prompt_len},
-                        {"gen_len", o.gen_len},
-                        {"runs", o.runs},
-                        {"concurrency", o.concurrency}};
+  Counts counts{.unit = "point"};
+  for (const Point& p : points) {
+    (p.result == "PASS" ? counts.passed : counts.failed) += 1;
+  }
+  nlohmann::json doc = to_json(Envelope{.schema = kSweepSchema,
+                                        .command = "bench",
+                                        .result = verdict_from(result),
+                                        .counts = counts});
+  doc.update({{"calbin", o.calbin.string()},
+              {"device_config", o.device_config},
+              {"prompt_len", o.prompt_len},
+              {"gen_len", o.gen_len},
+              {"runs", o.runs},
+              {"concurrency", o.concurrency}});
   doc["axes"] = nlohmann::json::array();
   for (const auto& axis : o.sweep)
     doc["axes"].push_back({{"key", axis.key}, {"values", axis.values}});

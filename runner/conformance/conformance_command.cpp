@@ -50,8 +50,7 @@ std::string unwritable(const std::string& flag, const std::string& file) {
 
 nlohmann::json to_json(const ConformanceCommandOptions& options, const fs::path& calbin,
                        const std::vector<ClauseResult>& results) {
-  nlohmann::json doc = {{"command", "conformance"},
-                        {"device", options.device},
+  nlohmann::json doc = {{"device", options.device},
                         {"device_config", options.device_config},
                         {"calbin", calbin.string()},
                         {"clauses", nlohmann::json::array()}};
@@ -65,9 +64,12 @@ nlohmann::json to_json(const ConformanceCommandOptions& options, const fs::path&
                               {"reason", r.reason},
                               {"seconds", r.seconds}});
   }
-  doc["passed"] = counts[0];
-  doc["failed"] = counts[1];
-  doc["skipped"] = counts[2];
+  doc.update(to_json(Envelope{
+      .schema = "calrt-conformance/1",
+      .command = "conformance",
+      .result = counts[1] == 0 ? Verdict::pass : Verdict::fail,
+      .counts = {
+          .unit = "clause", .passed = counts[0], .failed = counts[1], .skipped = counts[2]}}));
   return doc;
 }
 

@@ -34,13 +34,19 @@ bool Report::passed() const {
 }
 
 nlohmann::json Report::to_json() const {
-  nlohmann::json doc;
-  doc["tool"] = "calrt";
-  doc["command"] = command;
-  doc["result"] = !error.empty() ? "ERROR" : passed() ? "PASS" : "FAIL";
-  if (!error.empty()) {
-    doc["error"] = error;
+  Counts counts{.unit = "step"};
+  for (const StepResult& step : steps) {
+    (step.status == StepStatus::pass   ? counts.passed
+     : step.status == StepStatus::fail ? counts.failed
+                                       : counts.skipped) += 1;
   }
+  nlohmann::json doc = runner::to_json(Envelope{.schema = "calrt-" + command + "/1",
+                                                .command = command,
+                                                .result = !error.empty() ? Verdict::error
+                                                          : passed()     ? Verdict::pass
+                                                                         : Verdict::fail,
+                                                .counts = counts,
+                                                .error = error});
   doc["context"] = context;
   doc["steps"] = nlohmann::json::array();
   for (const StepResult& step : steps) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/core/envelope.hpp"
 #include "runner/core/output_file.hpp"
 
 namespace runner {

@@ -243,19 +243,23 @@ class Command {
     totals["scenarios"] = scenario_totals_.to_json();
     totals["plans"] = plans_.to_json();
     totals["sweeps"] = sweep_totals_.to_json();
-    return {{"schema", kScenarioSchema},
-            {"result", result},
-            {"error", error},
-            {"device", o_.device},
-            {"policy_bug", o_.policy_bug},
-            {"seed", o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr)},
-            {"campaign", o_.campaign ? nlohmann::json(*o_.campaign) : nlohmann::json(nullptr)},
-            {"files", o_.files},
-            {"scenarios", runs},
-            {"sweeps", sweeps},
-            {"coverage", context_.coverage.to_json()},
-            {"negative_controls", controls},
-            {"totals", totals}};
+    nlohmann::json doc =
+        to_json(Envelope{.schema = kScenarioSchema,
+                         .command = "scenario",
+                         .result = verdict_from(result),
+                         .counts = {.unit = "run", .passed = all.passed, .failed = all.failed},
+                         .error = error});
+    doc.update({{"device", o_.device},
+                {"policy_bug", o_.policy_bug},
+                {"seed", o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr)},
+                {"campaign", o_.campaign ? nlohmann::json(*o_.campaign) : nlohmann::json(nullptr)},
+                {"files", o_.files},
+                {"scenarios", runs},
+                {"sweeps", sweeps},
+                {"coverage", context_.coverage.to_json()},
+                {"negative_controls", controls},
+                {"totals", totals}});
+    return doc;
   }
 
   int bad_input(const std::string& message) {

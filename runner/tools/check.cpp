@@ -15,15 +15,25 @@ namespace {
 
 nlohmann::json to_json(const calbin::CheckReport& report) {
   nlohmann::json checks = nlohmann::json::array();
+  Counts counts{.unit = "check"};
   for (const calbin::CheckResult& c : report.checks) {
+    (c.status == calbin::CheckStatus::kPass   ? counts.passed
+     : c.status == calbin::CheckStatus::kFail ? counts.failed
+                                              : counts.skipped) += 1;
     checks.push_back({{"id", c.id},
                       {"title", c.title},
                       {"status", std::string(calbin::to_string(c.status))},
                       {"messages", c.messages}});
   }
-  return {{"command", "check"},        {"calbin", report.calbin_dir.string()},
-          {"passed", report.passed()}, {"failed", report.failed_ids()},
-          {"checks", checks},          {"warnings", report.warnings}};
+  nlohmann::json doc = to_json(Envelope{.schema = "calrt-check/1",
+                                        .command = "check",
+                                        .result = report.passed() ? Verdict::pass : Verdict::fail,
+                                        .counts = counts});
+  doc.update({{"calbin", report.calbin_dir.string()},
+              {"failed_ids", report.failed_ids()},
+              {"checks", checks},
+              {"warnings", report.warnings}});
+  return doc;
 }
 
 void print(const calbin::CheckReport& report) {

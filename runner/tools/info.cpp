@@ -84,8 +84,9 @@ const char* reset_level_name(calrt::ResetLevel level) {
 
 int run_info(const InfoOptions& options) {
   const char* command = options.reset ? "reset" : "info";
-  nlohmann::json doc = {{"tool", "calrt"}, {"command", command}, {"device", options.device}};
+  nlohmann::json doc = {{"device", options.device}};
   int exit_code = kExitPass;
+  std::string failure;
   if (options.json) {
     if (std::string problem = check_output_path("--json", *options.json); !problem.empty()) {
       std::fprintf(stderr, "calrt %s: bad input: %s\n", command, problem.c_str());
@@ -113,14 +114,20 @@ int run_info(const InfoOptions& options) {
                       {"state", calrt::to_string(state)}};
     }
     describe_device(device, spec, doc);
-    doc["result"] = "PASS";
   } catch (const std::exception& error) {
     std::fprintf(stderr, "calrt %s: %s\n", command, error.what());
-    doc["result"] = "FAIL";
-    doc["error"] = error.what();
+    failure = error.what();
     exit_code = kExitFail;
   }
   if (options.json) {
+    // One device was asked about: it passed when every query answered.
+    doc.update(to_json(Envelope{.schema = fmt::format("calrt-{}/1", command),
+                                .command = command,
+                                .result = failure.empty() ? Verdict::pass : Verdict::fail,
+                                .counts = {.unit = "device",
+                                           .passed = failure.empty() ? 1u : 0u,
+                                           .failed = failure.empty() ? 0u : 1u},
+                                .error = failure}));
     if (const std::string error = write_json_file(*options.json, doc); !error.empty()) {
       std::fprintf(stderr, "calrt %s: %s\n", command, error.c_str());
       return exit_code == kExitPass ? kExitUsage : exit_code;

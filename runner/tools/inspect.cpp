@@ -163,7 +163,12 @@ int run_inspect(const InspectOptions& options) {
     std::fprintf(stderr, "calrt inspect: %s\n", manifest.error().to_string().c_str());
     return kExitUsage;
   }
-  json doc = {{"command", "inspect"}, {"calbin", options.calbin.string()}};
+  // Nothing is judged: a manifest that reads is a PASS, and the models are what was counted.
+  json doc = to_json(Envelope{.schema = "calrt-inspect/1",
+                              .command = "inspect",
+                              .result = Verdict::pass,
+                              .counts = {.unit = "model", .passed = manifest->models.size()}});
+  doc["calbin"] = options.calbin.string();
   print_header(*manifest, doc);
   json models = json::array();
   for (const calbin::Model& model : manifest->models) {

@@ -165,10 +165,19 @@ int run_plan(const PlanOptions& options) {
     std::fprintf(stderr, "calrt plan: %s\n", plan.error().to_string().c_str());
     return kExitUsage;
   }
-  json doc = {{"command", "plan"}, {"calbin", options.calbin.string()}};
+  json doc = {{"calbin", options.calbin.string()}};
   print_kv(*plan, doc);
   const bool fits = print_budgets(*plan, doc);
   print_s8_v(*plan, doc);
+  // A chip passes when its budget fits its usable DRAM.
+  Counts counts{.unit = "chip"};
+  for (const json& chip : doc["chips"]) {
+    (chip["fits"].get<bool>() ? counts.passed : counts.failed) += 1;
+  }
+  doc.update(to_json(Envelope{.schema = "calrt-plan/1",
+                              .command = "plan",
+                              .result = fits ? Verdict::pass : Verdict::fail,
+                              .counts = counts}));
   if (!options.json.empty()) {
     if (std::string error = write_json_file(options.json, doc); !error.empty()) {
       std::fprintf(stderr, "calrt plan: %s\n", error.c_str());

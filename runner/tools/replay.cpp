@@ -668,15 +668,23 @@ int run_replay(const ReplayOptions& options) {
                 result.divergences.size() == 1 ? "" : "s");
   }
   if (options.json) {
-    json doc = {{"tool", "calrt"},
-                {"command", "replay"},
-                {"file", options.file.string()},
+    // A call passes when the runtime answered it as recorded.
+    std::set<uint64_t> diverged;
+    for (const Divergence& d : result.divergences) diverged.insert(d.seq);
+    json doc = to_json(Envelope{
+        .schema = "calrt-replay/1",
+        .command = "replay",
+        .result = result.divergences.empty() ? Verdict::pass : Verdict::fail,
+        .counts = {.unit = "call",
+                   .passed = result.calls - std::min<uint64_t>(result.calls, diverged.size()),
+                   .failed = diverged.size(),
+                   .skipped = result.skipped}});
+    doc.update({{"file", options.file.string()},
                 {"device", options.device},
                 {"calls", result.calls},
                 {"skipped_refused", result.skipped},
                 {"wall_ms", wall_ms},
-                {"result", result.divergences.empty() ? "identical" : "diverged"},
-                {"divergences", json::array()}};
+                {"divergences", json::array()}});
     for (const Divergence& d : result.divergences) {
       doc["divergences"].push_back({{"seq", d.seq},
                                     {"call", d.call},

@@ -112,7 +112,7 @@ TEST_F(BenchTest, UsageErrorFoundLateStillWritesTheReport) {
       bench(CALRT_TEST_CALBIN, "--prompt-len 4600 --gen-len 32 --json " + quoted(report));
   ASSERT_EQ(run.exit_code, 2) << run.output;
   const nlohmann::json doc = read_json(report);
-  EXPECT_EQ(doc["schema"], "calrt-bench/1");
+  EXPECT_EQ(doc["schema"], "calrt-bench/2");
   EXPECT_EQ(doc["result"], "ERROR");
   EXPECT_NE(doc["error"].get<std::string>().find("--prompt-len"), std::string::npos);
 }
@@ -178,7 +178,9 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
   std::istringstream lines(first[csv.string()]);
   std::string line;
   std::getline(lines, line);
-  EXPECT_EQ(line, "mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev");
+  EXPECT_EQ(line,
+            "schema,tool_version,commit,command_line,mode,metric,clock,unit,count,min,p50,p90,"
+            "p95,p99,max,mean,stddev");
   size_t rows = 0;
   while (std::getline(lines, line)) {
     ++rows;
@@ -285,7 +287,7 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
                                              quoted(csv) + " --json " + quoted(json));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json doc = read_json(json);
-  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/1");
+  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/2");
   EXPECT_EQ(doc["result"], "PASS");
   ASSERT_EQ(doc["points"].size(), 6u);
   std::map<std::string, std::map<std::string, double>> ttft;  // [lanes][d2d]
@@ -301,10 +303,11 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
   // The CSV: a header and one row per point, in the order of the keys' product.
   const std::string text = read_text(csv);
   EXPECT_EQ(text.substr(0, text.find('\n')),
-            "d2d_bw_mbps,pcie_lanes,result,mode,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
+            "schema,tool_version,commit,command_line,d2d_bw_mbps,pcie_lanes,result,mode,ttft_p50_"
+            "ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
             "e2e_time_mean_ms,prefill_tok_s,decode_tok_s,e2e_tok_s,error");
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7);
-  EXPECT_NE(text.find("\n8000,4,PASS,parallel,"), std::string::npos) << text;
+  EXPECT_NE(text.find(",8000,4,PASS,parallel,"), std::string::npos) << text;
   // One point of the sweep is the plain run of its config.
   const fs::path single = dir_ / "single.json";
   const CalrtRun one =

@@ -281,7 +281,7 @@ TEST_P(NegativeControl, FailsExactlyTheClausesItBreaks) {
     }
   }
   EXPECT_EQ(join(fails), join(control.fails)) << run.output;
-  EXPECT_EQ(report.at("failed").get<size_t>(), control.fails.size());
+  EXPECT_EQ(report.at("counts").at("failed").get<size_t>(), control.fails.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Libraries, NegativeControl, testing::ValuesIn(controls()),
