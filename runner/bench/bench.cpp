@@ -17,6 +17,8 @@
 #include "runner/bench/bench_session.hpp"
 #include "runner/bench/bench_trace.hpp"
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/jsonl.hpp"
+#include "runner/core/markdown.hpp"
 #include "runner/core/report.hpp"
 
 namespace runner {
@@ -110,8 +112,21 @@ nlohmann::json device_json(const BenchSession& s, const HostTime& host, bool tra
 }
 
 int write_outputs(const BenchOptions& o, BenchOutcome& outcome, const std::string& trace_text,
-                  int exit_code) {
+                  int exit_code, JsonlStream* jsonl = nullptr) {
   std::vector<std::string> errors;
+  if (!o.md.empty()) {
+    if (std::string e = write_text_file(
+            o.md, markdown_report(bench_envelope(outcome, o), bench_markdown_tables(outcome)));
+        !e.empty()) {
+      errors.push_back("--md: " + e);
+    }
+  }
+  if (jsonl != nullptr) {
+    jsonl->write_summary(bench_envelope(outcome, o));
+    if (!jsonl->error().empty()) {
+      errors.push_back(jsonl->error());
+    }
+  }
   if (!o.trace.empty() && !trace_text.empty()) {
     if (std::string e = write_text_file(o.trace, trace_text); !e.empty()) {
       errors.push_back("--trace: " + e);
@@ -134,11 +149,12 @@ int write_outputs(const BenchOptions& o, BenchOutcome& outcome, const std::strin
   return errors.empty() || exit_code != kExitPass ? exit_code : kExitUsage;
 }
 
-int usage_error(const BenchOptions& o, BenchOutcome& outcome, const std::string& message) {
+int usage_error(const BenchOptions& o, BenchOutcome& outcome, const std::string& message,
+                JsonlStream* jsonl = nullptr) {
   std::fprintf(stderr, "calrt bench: bad input: %s\n", message.c_str());
   outcome.result = "ERROR";
   outcome.error = message;
-  return write_outputs(o, outcome, {}, kExitUsage);
+  return write_outputs(o, outcome, {}, kExitUsage, jsonl);
 }
 
 }  // namespace
@@ -157,15 +173,24 @@ std::string validate(const BenchOptions& o) {
   if (!(o.host_model.gbps > 0.0)) {
     return fmt::format("--host-gbps {}: must be > 0", o.host_model.gbps);
   }
-  for (const auto& [flag, path] :
-       {std::pair{"--json", o.json}, std::pair{"--csv", o.csv}, std::pair{"--trace", o.trace}}) {
-    if (path.empty()) continue;  // not asked for
+  const std::pair<const char*, std::filesystem::path> outputs[] = {{"--json", o.json},
+                                                                   {"--csv", o.csv},
+                                                                   {"--trace", o.trace},
+                                                                   {"--md", o.md},
+                                                                   {"--jsonl", o.jsonl}};
+  for (const auto& [flag, path] : outputs) {
+    if (path.empty() || path == "-") continue;  // not asked for, or stdout
     if (std::string problem = check_output_path(flag, path, o.calbin); !problem.empty()) {
       return problem;
     }
   }
-  if (same_file(o.json, o.csv) || same_file(o.json, o.trace) || same_file(o.csv, o.trace)) {
-    return "--json, --csv and --trace must name different files";
+  for (size_t a = 0; a < std::size(outputs); ++a) {
+    for (size_t b = a + 1; b < std::size(outputs); ++b) {
+      if (same_file(outputs[a].second, outputs[b].second)) {
+        return fmt::format("{} and {} name the same file '{}'", outputs[a].first, outputs[b].first,
+                           outputs[a].second.string());
+      }
+    }
   }
   return {};
 }
@@ -178,11 +203,17 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
     if (std::string problem = validate(o); !problem.empty()) {
       return usage_error(o, outcome, problem);
     }
+    JsonlStream jsonl;
+    if (!o.jsonl.empty()) {
+      if (std::string problem = jsonl.open("--jsonl", o.jsonl); !problem.empty()) {
+        return usage_error(o, outcome, problem);
+      }
+    }
     BenchSession s(o);
     try {
       load_bench_inputs(s);
     } catch (const BenchUsageError& error) {
-      return usage_error(o, outcome, error.what());
+      return usage_error(o, outcome, error.what(), &jsonl);
     }
     outcome.environment["calbin"] = calbin_json(s);
     if (o.table) {
@@ -222,6 +253,11 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
       Progress progress("bench runs", modes * (o.warmup + o.runs),
                         o.progress && o.table && Progress::terminal());
       engine.set_progress(&progress);
+      if (jsonl.active()) {
+        engine.set_run_observer([&jsonl](const ModeRecord& mode, const RunKey& run) {
+          if (!run.warmup) jsonl.write(bench_run_record(mode, run));
+        });
+      }
       try {
         for (const bool parallel : {false, true}) {
           if (o.modes == (parallel ? BenchModes::sync : BenchModes::parallel)) {
@@ -292,7 +328,7 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
       std::printf("bench %s\n", outcome.result.c_str());
       std::fflush(stdout);
     }
-    return write_outputs(o, outcome, trace_text, exit_code);
+    return write_outputs(o, outcome, trace_text, exit_code, &jsonl);
   } catch (const std::exception& error) {
     // Everything above catches its own errors; this is the last line of defence.
     std::fprintf(stderr, "calrt bench: internal error: %s\n", error.what());

@@ -105,11 +105,20 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "fixed cost of each host phase in the host-time model, ns")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}))
       ->capture_default_str();
-  app.add_option("--json", o.json, "write the JSON report (schema calrt-bench/1) atomically")
+  app.add_option("--json", o.json,
+                 "write the JSON report (calrt-bench/2; a sweep calrt-bench-sweep/2) atomically")
       ->check(output_path());
   app.add_option("--csv", o.csv,
-                 "write the CSV report atomically: mode,metric,clock,unit,count,min,p50,p90,"
-                 "p95,p99,max,mean,stddev")
+                 "write the CSV report atomically: schema,tool_version,commit,command_line, then "
+                 "mode,metric,clock,unit,count,min,p50,p90,p95,p99,max,mean,stddev")
+      ->check(output_path());
+  app.add_option("--md", o.md,
+                 "write the figures as markdown tables (a sweep: its points), for pasting into a "
+                 "review")
+      ->check(output_path());
+  app.add_option("--jsonl", o.jsonl,
+                 "stream one JSON line per measured run (a sweep: per point) as it finishes, then "
+                 "a summary line; `-` for stdout (the human lines then go to stderr)")
       ->check(output_path());
   app.add_option("--trace", o.trace,
                  "write a Chrome trace event JSON timeline (Perfetto, chrome://tracing): one "

@@ -104,6 +104,9 @@ void BenchEngine::run_mode(bool parallel, ModeRecord& mode) {
     throw BenchFailure(fmt::format("{} mode setup: {}", mode.mode, error.what()));
   }
   auto advance = [&](const char* kind, uint32_t run) {
+    if (on_run_) {
+      on_run_(mode, RunKey{std::string_view(kind) == "warmup", run});
+    }
     if (progress_ != nullptr) {
       progress_->update(++runs_done_, fmt::format("{} {} {} done", mode.mode, kind, run + 1));
     }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -59,6 +60,9 @@ class BenchEngine {
   void run_mode(bool parallel, ModeRecord& mode);
   // Each run (warmup included) done advances this line, when given.
   void set_progress(Progress* progress) { progress_ = progress; }
+  // Called after each run (warmup included) with the mode's records so far (--jsonl).
+  using RunObserver = std::function<void(const ModeRecord&, const RunKey&)>;
+  void set_run_observer(RunObserver observer) { on_run_ = std::move(observer); }
 
  private:
   struct Slot;
@@ -78,6 +82,7 @@ class BenchEngine {
   DeviceTraceCollector& trace_;
   uint64_t submitted_ = 0;  // jobs submitted on this device so far
   Progress* progress_ = nullptr;
+  RunObserver on_run_;
   uint64_t runs_done_ = 0;
 };
 

@@ -50,6 +50,8 @@ struct BenchOptions {
   std::filesystem::path json;   // empty: no JSON report
   std::filesystem::path csv;    // empty: no CSV report
   std::filesystem::path trace;  // empty: no Chrome trace
+  std::filesystem::path md;     // empty: no markdown table
+  std::filesystem::path jsonl;  // one line per measured run (a sweep: per point); "-": stdout
   uint64_t trace_capacity = 0;  // device trace buffer in events; 0: the runtime's default
   uint32_t timeout_ms = 30000;  // bound of every device wait (device time for the simulator)
 

@@ -150,12 +150,68 @@ Counts bench_counts(const BenchOutcome& outcome, const BenchOptions& options) {
 
 }  // namespace
 
+Envelope bench_envelope(const BenchOutcome& outcome, const BenchOptions& options) {
+  return {.schema = kBenchSchema,
+          .command = "bench",
+          .result = verdict_from(outcome.result),
+          .counts = bench_counts(outcome, options),
+          .error = outcome.error};
+}
+
+std::vector<MarkdownTable> bench_markdown_tables(const BenchOutcome& outcome) {
+  std::vector<MarkdownTable> tables;
+  for (size_t m = 0; m < outcome.modes.size() && m < outcome.metrics.size(); ++m) {
+    MarkdownTable& table = tables.emplace_back(MarkdownTable{
+        .title = outcome.modes[m].mode + " mode",
+        .header = {"metric", "clock", "unit", "count", "p50", "p95", "p99", "mean", "stddev"}});
+    for (const MetricRow& row : outcome.metrics[m]) {
+      const Distribution& d = row.dist;
+      if (d.count == 0) {
+        table.rows.push_back(
+            {row.name, row.clock, row.unit, "0", "unavailable: " + row.unavailable});
+        continue;
+      }
+      std::vector<std::string> cells = {row.name, row.clock, row.unit, std::to_string(d.count)};
+      for (const double value : {d.p50, d.p95, d.p99, d.mean, d.stddev}) {
+        cells.push_back(fmt::format("{:.3f}", value));
+      }
+      table.rows.push_back(std::move(cells));
+    }
+  }
+  return tables;
+}
+
+nlohmann::json bench_run_record(const ModeRecord& mode, const RunKey& run) {
+  constexpr double kMs = 1e-6;
+  nlohmann::json record = {{"record", "run"}, {"mode", mode.mode}, {"run", run.run}};
+  for (const RunRecord& r : mode.runs) {
+    if (r.run.warmup == run.warmup && r.run.run == run.run) {
+      record.update({{"device_ms", static_cast<double>(r.end - r.begin) * kMs},
+                     {"jobs", r.jobs},
+                     {"tokens", r.tokens}});
+    }
+  }
+  nlohmann::json requests = nlohmann::json::array();
+  for (const SequenceRecord& s : mode.sequences) {
+    if (s.run.warmup != run.warmup || s.run.run != run.run || s.token_ready.empty()) continue;
+    const size_t n = s.token_ready.size();
+    nlohmann::json request = {
+        {"seq", s.seq},
+        {"tokens", n},
+        {"ttft_ms", static_cast<double>(s.token_ready.front() - s.first_submit) * kMs},
+        {"e2e_ms", static_cast<double>(s.token_ready.back() - s.first_submit) * kMs}};
+    request["tpot_ms"] =
+        n > 1 ? nlohmann::json(static_cast<double>(s.token_ready.back() - s.token_ready.front()) *
+                               kMs / static_cast<double>(n - 1))
+              : nlohmann::json(nullptr);
+    requests.push_back(std::move(request));
+  }
+  record["requests"] = std::move(requests);
+  return record;
+}
+
 nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options) {
-  nlohmann::json doc = to_json(Envelope{.schema = kBenchSchema,
-                                        .command = "bench",
-                                        .result = verdict_from(outcome.result),
-                                        .counts = bench_counts(outcome, options),
-                                        .error = outcome.error});
+  nlohmann::json doc = to_json(bench_envelope(outcome, options));
   doc.update(outcome.environment);
   doc["clocks"] = {
       {"device",

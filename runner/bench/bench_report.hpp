@@ -16,6 +16,7 @@
 #include "runner/bench/bench_options.hpp"
 #include "runner/bench/bench_records.hpp"
 #include "runner/core/envelope.hpp"
+#include "runner/core/markdown.hpp"
 
 namespace runner {
 
@@ -47,7 +48,14 @@ struct BenchOutcome {
   nlohmann::json trace;  // summary of --trace, or null
 };
 
+// The envelope of the report (also the --jsonl summary line).
+Envelope bench_envelope(const BenchOutcome& outcome, const BenchOptions& options);
 nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions& options);
+// --md: the metrics of each mode as one table.
+std::vector<MarkdownTable> bench_markdown_tables(const BenchOutcome& outcome);
+// --jsonl: one measured run of a mode, from its records: the run's device time and each
+// request's TTFT, TPOT and e2e time (device clock).
+nlohmann::json bench_run_record(const ModeRecord& mode, const RunKey& run);
 std::string bench_report_csv(const BenchOutcome& outcome);
 void print_bench_table(std::FILE* out, const BenchOutcome& outcome);
 

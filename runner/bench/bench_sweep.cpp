@@ -11,6 +11,8 @@
 #include "runner/bench/bench_metrics.hpp"
 #include "runner/bench/bench_report.hpp"
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/jsonl.hpp"
+#include "runner/core/markdown.hpp"
 #include "runner/core/output_file.hpp"
 #include "runner/core/progress.hpp"
 #include "runner/core/report.hpp"
@@ -133,16 +135,35 @@ std::string sweep_csv(const BenchOptions& o, const std::vector<Point>& points) {
   return out;
 }
 
-nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& points,
-                          const std::string& result) {
+// One point's entry of the report, also its --jsonl record.
+nlohmann::json point_json(const BenchOptions& o, const Point& p) {
+  nlohmann::json entry = {{"result", p.result}, {"mode", p.mode}};
+  for (size_t a = 0; a < o.sweep.size(); ++a) entry["config"][o.sweep[a].key] = p.values[a];
+  for (const Column& c : kColumns) {
+    const auto v = figure(p, c);
+    entry[c.header] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  }
+  if (!p.error.empty()) entry["error"] = p.error;
+  return entry;
+}
+
+// Points not run (a sweep stopped by bad input) count as skipped.
+Envelope sweep_envelope(const std::vector<Point>& points, const std::string& result,
+                        const std::string& error = {}) {
   Counts counts{.unit = "point"};
   for (const Point& p : points) {
-    (p.result == "PASS" ? counts.passed : counts.failed) += 1;
+    (p.result.empty() ? counts.skipped : p.result == "PASS" ? counts.passed : counts.failed) += 1;
   }
-  nlohmann::json doc = to_json(Envelope{.schema = kSweepSchema,
-                                        .command = "bench",
-                                        .result = verdict_from(result),
-                                        .counts = counts});
+  return {.schema = kSweepSchema,
+          .command = "bench",
+          .result = verdict_from(result),
+          .counts = counts,
+          .error = error};
+}
+
+nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& points,
+                          const std::string& result) {
+  nlohmann::json doc = to_json(sweep_envelope(points, result));
   doc.update({{"calbin", o.calbin.string()},
               {"device_config", o.device_config},
               {"prompt_len", o.prompt_len},
@@ -154,16 +175,23 @@ nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& point
     doc["axes"].push_back({{"key", axis.key}, {"values", axis.values}});
   doc["points"] = nlohmann::json::array();
   for (const Point& p : points) {
-    nlohmann::json entry = {{"result", p.result}, {"mode", p.mode}};
-    for (size_t a = 0; a < o.sweep.size(); ++a) entry["config"][o.sweep[a].key] = p.values[a];
-    for (const Column& c : kColumns) {
-      const auto v = figure(p, c);
-      entry[c.header] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-    }
-    if (!p.error.empty()) entry["error"] = p.error;
-    doc["points"].push_back(std::move(entry));
+    doc["points"].push_back(point_json(o, p));
   }
   return doc;
+}
+
+MarkdownTable sweep_markdown(const BenchOptions& o, const std::vector<Point>& points) {
+  MarkdownTable table{.title = "Sweep points"};
+  for (const auto& axis : o.sweep) table.header.push_back(axis.key);
+  table.header.insert(table.header.end(), {"result", "mode"});
+  for (const Column& c : kColumns) table.header.emplace_back(c.header);
+  for (const Point& p : points) {
+    std::vector<std::string> row = p.values;
+    row.insert(row.end(), {p.result, p.mode});
+    for (const Column& c : kColumns) row.push_back(cell(figure(p, c)));
+    table.rows.push_back(std::move(row));
+  }
+  return table;
 }
 
 void print_row(const BenchOptions& o, const Point& p) {
@@ -228,6 +256,13 @@ int run_bench_sweep(const BenchOptions& o) {
       return kExitUsage;
     }
     std::vector<Point> points = points_of(o.sweep);
+    JsonlStream jsonl;
+    if (!o.jsonl.empty()) {
+      if (std::string problem = jsonl.open("--jsonl", o.jsonl); !problem.empty()) {
+        std::fprintf(stderr, "calrt bench: bad input: %s\n", problem.c_str());
+        return kExitUsage;
+      }
+    }
     std::string keys;
     for (const auto& axis : o.sweep) keys += (keys.empty() ? "" : " x ") + axis.key;
     std::printf(
@@ -253,6 +288,8 @@ int run_bench_sweep(const BenchOptions& o) {
       point.progress = false;
       point.json.clear();
       point.csv.clear();
+      point.md.clear();
+      point.jsonl.clear();
       for (size_t a = 0; a < o.sweep.size(); ++a) {
         if (uint32_t* field = bench_field(point, o.sweep[a].key)) {
           *field = static_cast<uint32_t>(std::stoul(p.values[a]));
@@ -275,8 +312,12 @@ int run_bench_sweep(const BenchOptions& o) {
       if (code == kExitUsage) {
         // Bad input (an unknown key, a value the device refuses) fails every point alike.
         std::fprintf(stderr, "calrt bench: --sweep stopped at its first point with bad input\n");
+        jsonl.write_summary(sweep_envelope(points, "ERROR", p.error));
         return kExitUsage;
       }
+      nlohmann::json record = {{"record", "point"}};
+      record.update(point_json(o, p));
+      jsonl.write(record);
     }
     const std::string result = failed ? "FAIL" : "PASS";
     int code = failed ? kExitFail : kExitPass;
@@ -291,6 +332,19 @@ int run_bench_sweep(const BenchOptions& o) {
         std::fprintf(stderr, "calrt bench: --json: %s\n", e.c_str());
         code = failed ? code : kExitUsage;
       }
+    }
+    if (!o.md.empty()) {
+      if (std::string e = write_text_file(
+              o.md, markdown_report(sweep_envelope(points, result), {sweep_markdown(o, points)}));
+          !e.empty()) {
+        std::fprintf(stderr, "calrt bench: --md: %s\n", e.c_str());
+        code = failed ? code : kExitUsage;
+      }
+    }
+    jsonl.write_summary(sweep_envelope(points, result));
+    if (!jsonl.error().empty()) {
+      std::fprintf(stderr, "calrt bench: %s\n", jsonl.error().c_str());
+      code = failed ? code : kExitUsage;
     }
     std::printf("bench sweep %s: %zu points\n", result.c_str(), points.size());
     return code;

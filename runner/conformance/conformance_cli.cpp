@@ -27,6 +27,12 @@ void add_conformance_options(CLI::App& app, ConformanceCommandOptions& o) {
       ->check(output_path());
   app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
       ->check(output_path());
+  app.add_option("--md", o.md, "write the clauses as a markdown table, for pasting into a review")
+      ->check(output_path());
+  app.add_option("--jsonl", o.jsonl,
+                 "stream one JSON line per clause as it finishes, then a summary line; `-` for "
+                 "stdout (the human lines then go to stderr)")
+      ->check(output_path());
   app.footer(
       "Clauses: abi/CONFORMANCE.md. Each clause runs in a process of its own: a runtime that "
       "crashes, aborts or exits fails that clause, and the suite goes on. Exit codes: 0 no clause "

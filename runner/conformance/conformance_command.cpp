@@ -1,7 +1,6 @@
 #include "runner/conformance/conformance_command.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +8,9 @@
 
 #include "runner/core/calbin_cache.hpp"
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/jsonl.hpp"
+#include "runner/core/markdown.hpp"
+#include "runner/core/output_file.hpp"
 #include "runner/core/report.hpp"
 
 namespace runner {
@@ -30,22 +32,22 @@ JunitCase::Outcome outcome_of(ClauseResult::Verdict verdict) {
   return JunitCase::Outcome::fail;
 }
 
-// Why a report could not be written there, found before the suite spends its time; empty
-// when the directory exists and is writable.
-std::string unwritable(const std::string& flag, const std::string& file) {
-  if (file.empty()) {
-    return {};
+nlohmann::json to_json(const ClauseResult& r) {
+  return {{"id", r.id},         {"group", group_of(r.id)},
+          {"title", r.title},   {"verdict", to_string(r.verdict)},
+          {"reason", r.reason}, {"seconds", r.seconds}};
+}
+
+Envelope envelope_of(const std::vector<ClauseResult>& results) {
+  uint64_t counts[3] = {0, 0, 0};
+  for (const ClauseResult& r : results) {
+    ++counts[static_cast<int>(r.verdict)];
   }
-  const fs::path path(file);
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) {
-    return fmt::format("{} {}: directory {} does not exist", flag, file, dir.string());
-  }
-  if (::access(dir.c_str(), W_OK) != 0 || fs::is_directory(path, error)) {
-    return fmt::format("{} {}: cannot write there", flag, file);
-  }
-  return {};
+  return {
+      .schema = "calrt-conformance/1",
+      .command = "conformance",
+      .result = counts[1] == 0 ? Verdict::pass : Verdict::fail,
+      .counts = {.unit = "clause", .passed = counts[0], .failed = counts[1], .skipped = counts[2]}};
 }
 
 nlohmann::json to_json(const ConformanceCommandOptions& options, const fs::path& calbin,
@@ -54,23 +56,20 @@ nlohmann::json to_json(const ConformanceCommandOptions& options, const fs::path&
                         {"device_config", options.device_config},
                         {"calbin", calbin.string()},
                         {"clauses", nlohmann::json::array()}};
-  size_t counts[3] = {0, 0, 0};
   for (const ClauseResult& r : results) {
-    ++counts[static_cast<int>(r.verdict)];
-    doc["clauses"].push_back({{"id", r.id},
-                              {"group", group_of(r.id)},
-                              {"title", r.title},
-                              {"verdict", to_string(r.verdict)},
-                              {"reason", r.reason},
-                              {"seconds", r.seconds}});
+    doc["clauses"].push_back(to_json(r));
   }
-  doc.update(to_json(Envelope{
-      .schema = "calrt-conformance/1",
-      .command = "conformance",
-      .result = counts[1] == 0 ? Verdict::pass : Verdict::fail,
-      .counts = {
-          .unit = "clause", .passed = counts[0], .failed = counts[1], .skipped = counts[2]}}));
+  doc.update(to_json(envelope_of(results)));
   return doc;
+}
+
+MarkdownTable markdown_table(const std::vector<ClauseResult>& results) {
+  MarkdownTable table{.title = "Clauses", .header = {"clause", "title", "verdict", "reason", "s"}};
+  for (const ClauseResult& r : results) {
+    table.rows.push_back(
+        {r.id, r.title, to_string(r.verdict), r.reason, fmt::format("{:.2f}", r.seconds)});
+  }
+  return table;
 }
 
 // The calbin the suite runs on: --calbin as given, else the tiny preset in --calbin-dir.
@@ -103,9 +102,14 @@ std::vector<JunitSuite> conformance_junit_suites(const std::vector<ClauseResult>
 
 int run_conformance_command(const ConformanceCommandOptions& options) {
   try {
-    for (const auto& [flag, file] :
-         {std::pair{"--junit", options.junit}, {"--json", options.json}}) {
-      if (const std::string why = unwritable(flag, file); !why.empty()) {
+    for (const auto& [flag, file] : {std::pair{"--junit", options.junit},
+                                     {"--json", options.json},
+                                     {"--md", options.md},
+                                     {"--jsonl", options.jsonl}}) {
+      if (file.empty() || file == "-") {
+        continue;
+      }
+      if (const std::string why = check_output_path(flag, file); !why.empty()) {
         std::fprintf(stderr, "calrt conformance: %s\n", why.c_str());
         return kExitUsage;
       }
@@ -137,10 +141,20 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
                    error.what());
       return kExitUsage;
     }
+    JsonlStream jsonl;
+    if (!options.jsonl.empty()) {
+      if (const std::string why = jsonl.open("--jsonl", options.jsonl); !why.empty()) {
+        std::fprintf(stderr, "calrt conformance: %s\n", why.c_str());
+        return kExitUsage;
+      }
+    }
     size_t counts[3] = {0, 0, 0};
     double seconds = 0.0;
     const std::vector<ClauseResult> results =
         run_conformance(api, spec, run_options, [&](const ClauseResult& r) {
+          nlohmann::json record = {{"record", "clause"}};
+          record.update(to_json(r));
+          jsonl.write(record);
           ++counts[static_cast<int>(r.verdict)];
           seconds += r.seconds;
           if (r.verdict == ClauseResult::Verdict::pass) {
@@ -156,6 +170,19 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     std::fprintf(stderr, "calrt conformance: %zu clauses in %.2f s on %s\n", results.size(),
                  seconds, describe(spec).c_str());
     int status = counts[1] > 0 ? kExitFail : kExitPass;
+    jsonl.write_summary(envelope_of(results));
+    if (!jsonl.error().empty()) {
+      std::fprintf(stderr, "calrt conformance: %s\n", jsonl.error().c_str());
+      status = kExitUsage;
+    }
+    if (!options.md.empty()) {
+      if (const std::string why = write_text_file(
+              options.md, markdown_report(envelope_of(results), {markdown_table(results)}));
+          !why.empty()) {
+        std::fprintf(stderr, "calrt conformance: --md: %s\n", why.c_str());
+        status = kExitUsage;
+      }
+    }
     if (!options.junit.empty()) {
       if (const std::string why = write_junit_file(options.junit, "calrt conformance",
                                                    conformance_junit_suites(results));

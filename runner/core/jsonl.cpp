@@ -70,4 +70,10 @@ void JsonlStream::write(const nlohmann::json& record) {
   }
 }
 
+void JsonlStream::write_summary(const Envelope& envelope) {
+  nlohmann::json record = {{"record", "summary"}};
+  record.update(to_json(envelope));
+  write(record);
+}
+
 }  // namespace runner

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/core/envelope.hpp"
+
 namespace runner {
 
 class JsonlStream {
@@ -31,6 +33,8 @@ class JsonlStream {
 
   // One line, flushed. The first failure is kept (error()) and later records are dropped.
   void write(const nlohmann::json& record);
+  // The last line: the envelope of the report, with "record": "summary".
+  void write_summary(const Envelope& envelope);
   // Empty, or why a record could not be written, naming the path.
   const std::string& error() const { return error_; }
 

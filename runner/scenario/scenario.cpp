@@ -9,7 +9,10 @@
 #include <stdexcept>
 
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/jsonl.hpp"
 #include "runner/core/junit.hpp"
+#include "runner/core/markdown.hpp"
+#include "runner/core/output_file.hpp"
 #include "runner/core/report.hpp"
 #include "runner/scenario/scenario_campaign.hpp"
 #include "runner/scenario/scenario_checks.hpp"
@@ -48,7 +51,8 @@ class Command {
     print_header();
     if (o_.campaign) {
       for (RunResult& result :
-           run_campaign(context_, workload_, o_.seed.value_or(1), *o_.campaign, offered_, chips_)) {
+           run_campaign(context_, workload_, o_.seed.value_or(1), *o_.campaign, offered_, chips_,
+                        [this](const RunResult& r) { stream(r.kind, to_json(r)); })) {
         plans_.add(result.passed());
         runs_.push_back(std::move(result));
       }
@@ -59,6 +63,7 @@ class Command {
                run_sweep(context_, scenario, scenario.sweep.value_or(SweepSpec{}),
                          seed_of(scenario), offered_)) {
             sweep_totals_.add(result.passed());
+            stream("sweep", to_json(result));
             sweeps_.push_back(std::move(result));
           }
         } else {
@@ -72,7 +77,7 @@ class Command {
     }
     const bool passed =
         scenario_totals_.failed == 0 && plans_.failed == 0 && sweep_totals_.failed == 0;
-    return finish(report(passed ? "PASS" : "FAIL", ""), passed ? kExitPass : kExitFail);
+    return finish(passed ? "PASS" : "FAIL", "", passed ? kExitPass : kExitFail);
   }
 
  private:
@@ -132,6 +137,24 @@ class Command {
         throw CommandInputError(bad);
       }
     }
+    for (const auto& [flag, file] : {std::pair{"--md", o_.md}, {"--jsonl", o_.jsonl}}) {
+      if (file.empty() || file == "-") continue;
+      if (std::string bad = check_output_path(flag, file); !bad.empty()) {
+        throw CommandInputError(bad);
+      }
+    }
+    if (!o_.jsonl.empty()) {
+      if (std::string bad = jsonl_.open("--jsonl", o_.jsonl); !bad.empty()) {
+        throw CommandInputError(bad);
+      }
+    }
+  }
+
+  // One --jsonl record: the run's report entry, tagged with what it is.
+  void stream(const std::string& record, const nlohmann::json& entry) {
+    nlohmann::json line = {{"record", record}};
+    line.update(entry);
+    jsonl_.write(line);
   }
 
   const ScenarioCalbin* calbin_of(const std::string& preset) {
@@ -182,6 +205,7 @@ class Command {
         replay_command(fmt::format("{} --seed {}", scenario.file, result.seed), context_.bug);
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
+    stream(result.kind, to_json(result));
     scenario_totals_.add(result.passed());
     runs_.push_back(std::move(result));
   }
@@ -219,6 +243,51 @@ class Command {
     }
   }
 
+  ScenarioTotals everything() const {
+    ScenarioTotals all;
+    all.passed = scenario_totals_.passed + plans_.passed + sweep_totals_.passed;
+    all.failed = scenario_totals_.failed + plans_.failed + sweep_totals_.failed;
+    return all;
+  }
+
+  Envelope envelope(const std::string& result, const std::string& error) const {
+    const ScenarioTotals all = everything();
+    return {.schema = kScenarioSchema,
+            .command = "scenario",
+            .result = verdict_from(result),
+            .counts = {.unit = "run", .passed = all.passed, .failed = all.failed},
+            .error = error};
+  }
+
+  // The markdown tables: every scenario and sweep; of a campaign, the plans that failed
+  // (a thousand passing rows help no review; the counts line has them).
+  std::vector<MarkdownTable> markdown_tables() const {
+    const auto verdict = [](bool passed) { return std::string(passed ? "PASS" : "FAIL"); };
+    MarkdownTable runs{
+        .title = o_.campaign ? fmt::format("Failed plans: {} of {}", plans_.failed, plans_.total())
+                             : "Scenarios",
+        .header = {"run", "seed", "verdict", "device ms", "what failed", "replay"}};
+    for (const RunResult& run : runs_) {
+      if (run.kind == "plan" && run.passed()) continue;
+      runs.rows.push_back({run.name, std::to_string(run.seed), verdict(run.passed()),
+                           fmt::format("{:.3f}", run.record.device_ms),
+                           fmt::format("{}", fmt::join(run.mismatches, "; ")),
+                           run.passed() ? std::string() : run.replay});
+    }
+    MarkdownTable sweeps{.title = "Sweeps",
+                         .header = {"sweep", "fault", "runs", "verdict", "what failed", "replay"}};
+    for (const SweepResult& sweep : sweeps_) {
+      sweeps.rows.push_back({sweep.name, sweep.fault_kind, std::to_string(sweep.runs.size()),
+                             verdict(sweep.passed()),
+                             fmt::format("{}", fmt::join(sweep.failures, "; ")),
+                             sweep.passed() ? std::string() : sweep.replay});
+    }
+    std::vector<MarkdownTable> tables;
+    if (!runs.rows.empty() || sweeps.rows.empty()) tables.push_back(std::move(runs));
+    if (!sweeps.rows.empty()) tables.push_back(std::move(sweeps));
+    return tables;
+  }
+
   nlohmann::json report(const std::string& result, const std::string& error) const {
     nlohmann::json runs = nlohmann::json::array();
     for (const RunResult& run : runs_) {
@@ -236,19 +305,12 @@ class Command {
       }
       controls.push_back({{"scenario", scenario.name}, {"file", scenario.file}, {"bugs", bugs}});
     }
-    ScenarioTotals all;
-    all.passed = scenario_totals_.passed + plans_.passed + sweep_totals_.passed;
-    all.failed = scenario_totals_.failed + plans_.failed + sweep_totals_.failed;
+    ScenarioTotals all = everything();
     nlohmann::json totals = all.to_json();
     totals["scenarios"] = scenario_totals_.to_json();
     totals["plans"] = plans_.to_json();
     totals["sweeps"] = sweep_totals_.to_json();
-    nlohmann::json doc =
-        to_json(Envelope{.schema = kScenarioSchema,
-                         .command = "scenario",
-                         .result = verdict_from(result),
-                         .counts = {.unit = "run", .passed = all.passed, .failed = all.failed},
-                         .error = error});
+    nlohmann::json doc = to_json(envelope(result, error));
     doc.update({{"device", o_.device},
                 {"policy_bug", o_.policy_bug},
                 {"seed", o_.seed ? nlohmann::json(*o_.seed) : nlohmann::json(nullptr)},
@@ -264,7 +326,7 @@ class Command {
 
   int bad_input(const std::string& message) {
     std::fprintf(stderr, "calrt scenario: bad input: %s\n", message.c_str());
-    return finish(report("ERROR", message), kExitUsage);
+    return finish("ERROR", message, kExitUsage);
   }
 
   // Every run as a JUnit testcase: suites "scenarios", "plans" (a campaign) and "sweeps";
@@ -303,19 +365,31 @@ class Command {
     return suites;
   }
 
-  // Writes the JSON and JUnit reports when asked; a report that cannot be written turns a
-  // pass into a usage error, since the caller asked for a file it will not get.
-  int finish(const nlohmann::json& doc, int exit_code) const {
+  // Writes the reports asked for; a report that cannot be written turns a pass into a
+  // usage error, since the caller asked for a file it will not get.
+  int finish(const std::string& result, const std::string& error, int exit_code) {
     std::vector<std::string> errors;
     if (!o_.json.empty()) {
-      if (std::string e = write_json_file(o_.json, doc); !e.empty()) errors.push_back(e);
+      if (std::string e = write_json_file(o_.json, report(result, error)); !e.empty()) {
+        errors.push_back(e);
+      }
     }
     if (!o_.junit.empty()) {
-      const std::string error = doc.value("error", std::string());
       if (std::string e = write_junit_file(o_.junit, "calrt scenario", junit_suites(error));
           !e.empty()) {
         errors.push_back("--junit: " + e);
       }
+    }
+    if (!o_.md.empty()) {
+      if (std::string e =
+              write_text_file(o_.md, markdown_report(envelope(result, error), markdown_tables()));
+          !e.empty()) {
+        errors.push_back("--md: " + e);
+      }
+    }
+    jsonl_.write_summary(envelope(result, error));
+    if (!jsonl_.error().empty()) {
+      errors.push_back(jsonl_.error());
     }
     for (const std::string& e : errors) {
       std::fprintf(stderr, "calrt scenario: %s\n", e.c_str());
@@ -334,6 +408,7 @@ class Command {
   ScenarioTotals scenario_totals_;
   ScenarioTotals plans_;
   ScenarioTotals sweep_totals_;
+  JsonlStream jsonl_;
 };
 
 }  // namespace

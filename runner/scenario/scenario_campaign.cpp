@@ -114,7 +114,8 @@ std::vector<FaultEntry> random_plan(uint64_t seed, const std::vector<calrt::Faul
 
 std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& workload,
                                     uint64_t first_seed, uint32_t count,
-                                    const std::vector<calrt::FaultHit>& offered, uint32_t chips) {
+                                    const std::vector<calrt::FaultHit>& offered, uint32_t chips,
+                                    const std::function<void(const RunResult&)>& on_result) {
   std::vector<RunResult> results;
   Progress progress("plans", count, context.options.progress && Progress::terminal());
   for (uint32_t i = 0; i < count; ++i) {
@@ -139,6 +140,9 @@ std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& wo
     result.replay = replay_command(fmt::format("--campaign 1 --seed {}", seed), context.bug);
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
+    if (on_result) {
+      on_result(result);
+    }
     results.push_back(std::move(result));
     progress.update(i + 1);
   }

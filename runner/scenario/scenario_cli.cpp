@@ -39,6 +39,14 @@ class ScenarioCommand : public Command {
                    "write a JUnit XML report to this file: one testcase per scenario, plan or "
                    "sweep, failures with the command that replays them")
         ->check(output_path());
+    app.add_option("--md", o.md,
+                   "write markdown tables (scenarios and sweeps; a campaign's failed plans) for "
+                   "pasting into a review")
+        ->check(output_path());
+    app.add_option("--jsonl", o.jsonl,
+                   "stream one JSON line per scenario, plan or sweep as it finishes, then a "
+                   "summary line; `-` for stdout (the human lines then go to stderr)")
+        ->check(output_path());
     app.add_flag("--coverage", o.coverage,
                  "after the run, print the fault hits per (kind, site) summed over every run");
     app.add_option("--policy-bug", o.policy_bug,

@@ -19,6 +19,8 @@ struct ScenarioOptions {
   std::string device = "sim";
   std::string json;
   std::string junit;  // JUnit XML: one testcase per scenario, campaign plan or sweep
+  std::string md;     // a markdown table per kind of run
+  std::string jsonl;  // one JSON line per scenario, plan or sweep as it finishes; "-": stdout
   bool coverage = false;
   bool progress = true;  // a progress line over a campaign's plans on a terminal (--quiet: none)
 };
