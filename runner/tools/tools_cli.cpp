@@ -7,6 +7,7 @@
 #include "calbin/manifest.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/tools/check.hpp"
+#include "runner/tools/devices.hpp"
 #include "runner/tools/info.hpp"
 #include "runner/tools/inspect.hpp"
 #include "runner/tools/plan.hpp"
@@ -14,6 +15,35 @@
 
 namespace runner {
 namespace {
+
+class DevicesCommand : public Command {
+ public:
+  explicit DevicesCommand(CLI::App& calrt)
+      : Command(calrt.add_subcommand(
+            "devices", "list the devices a runtime can open (probed: PCIe index 0, 1, ...; sim)")) {
+    app_->add_option("--device", options_.device,
+                     "the runtime: sim (the simulator in process), a runtime library path, or "
+                     "unix:SOCKET / tcp:HOST:PORT (a `simdev serve` daemon)")
+        ->capture_default_str();
+    app_->add_option("--device-config", options_.device_config,
+                     "runtime option string for every Device_Create");
+    app_->add_option("--max-index", options_.max_index, "PCIe indices probed at most")
+        ->check(CLI::Range(1u, 256u))
+        ->capture_default_str();
+    app_->add_option("--json", options_.json,
+                     "write the JSON report (calrt-devices/1) to this file")
+        ->check(output_path());
+    app_->footer(
+        "The ABI has no enumeration call: each kind is opened at index 0, 1, ... until the "
+        "runtime answers NOT_FOUND. Exit codes: 0 a device was found and every one answered; 1 "
+        "none found, or one failed to open or answer; 2 bad input (a runtime that cannot be "
+        "loaded, an unwritable report).");
+  }
+  int run(int /*argc*/, char** /*argv*/) override { return run_devices(options_); }
+
+ private:
+  DevicesOptions options_;
+};
 
 class InfoCommand : public Command {
  public:
@@ -208,6 +238,10 @@ class ReplayCommand : public Command {
 };
 
 }  // namespace
+
+std::unique_ptr<Command> add_devices_command(CLI::App& calrt) {
+  return std::make_unique<DevicesCommand>(calrt);
+}
 
 std::unique_ptr<Command> add_info_command(CLI::App& calrt) {
   return std::make_unique<InfoCommand>(calrt);

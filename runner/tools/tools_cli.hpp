@@ -9,6 +9,7 @@
 
 namespace runner {
 
+std::unique_ptr<Command> add_devices_command(CLI::App& calrt);
 std::unique_ptr<Command> add_info_command(CLI::App& calrt);
 std::unique_ptr<Command> add_reset_command(CLI::App& calrt);
 std::unique_ptr<Command> add_check_command(CLI::App& calrt);

@@ -86,6 +86,7 @@ TEST_F(ReportEnvelope, EveryCommandOpensWithTheSameEnvelope) {
   const fs::path recording = dir_ / "info.jsonl";
   const std::vector<Case> cases = {
       {"smoke", "smoke", kCalbin, 0, "PASS", "step"},
+      {"devices", "devices", "", 0, "PASS", "device"},
       {"info", "info", "--record " + quoted(recording), 0, "PASS", "device"},
       {"reset", "reset", "--level cores", 0, "PASS", "device"},
       {"check", "check", kCalbin, 0, "PASS", "check"},
