@@ -243,6 +243,7 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
             "(on real hardware the device clock is real and contains it already)");
       }
       if (!o.trace.empty()) {
+        collector.set_keep({.layers = o.trace_layers, .max_events = o.trace_max_events});
         collector.start(s.device, o.trace_capacity);
         if (!collector.unavailable().empty()) {
           spdlog::warn("--trace: {}", collector.unavailable());
@@ -303,12 +304,16 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
     }
     if (!o.trace.empty() && exit_code != kExitUsage) {
       BenchTraceCounts counts;
-      trace_text = bench_chrome_trace(collector.events(), traced,
-                                      s.device ? s.device_status.chip_count : 0, &counts);
+      trace_text =
+          bench_chrome_trace(collector.events(), traced, s.device ? s.device_status.chip_count : 0,
+                             o.trace_warmup, &counts);
       outcome.trace = {
           {"device_events", counts.device_events},
           {"host_events", counts.host_events},
           {"dropped_device_events", collector.dropped()},
+          {"discarded_device_events", collector.discarded()},
+          {"runs", o.trace_warmup ? "all" : "measured"},
+          {"level", o.trace_layers ? "layer" : "job"},
           {"unmatched_device_jobs", counts.unmatched_job_serials},
           {"device_trace", collector.recorded()               ? "recorded"
                            : !collector.unavailable().empty() ? collector.unavailable()
@@ -319,6 +324,12 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
             "--trace: the device dropped {} events (its trace buffer was full between drains); "
             "raise --trace-capacity",
             collector.dropped());
+      }
+      if (collector.discarded() > 0) {
+        spdlog::warn(
+            "--trace: {} device events past --trace-max-events {} were not kept; raise it, or "
+            "use --trace-level job",
+            collector.discarded(), o.trace_max_events);
       }
     }
     if (o.table) {

@@ -124,6 +124,22 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "write a Chrome trace event JSON timeline (Perfetto, chrome://tracing): one "
                  "track per chip, PCIe H2D/D2H, D2D, queue, and the host")
       ->check(output_path());
+  app.add_option_function<std::string>(
+         "--trace-runs", [&o](const std::string& runs) { o.trace_warmup = runs == "all"; },
+         "all, or measured: leave the warm-up runs out of the trace")
+      ->check(CLI::IsMember({"all", "measured"}))
+      ->default_str("all");
+  app.add_option_function<std::string>(
+         "--trace-level", [&o](const std::string& level) { o.trace_layers = level == "layer"; },
+         "layer (every segment of every layer), or job: one slice per job and track, for long "
+         "prompts")
+      ->check(CLI::IsMember({"layer", "job"}))
+      ->default_str("layer");
+  app.add_option("--trace-max-events", o.trace_max_events,
+                 "device events the bench keeps for the trace; later ones are counted, not kept "
+                 "(bounds the bench's memory)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
+      ->capture_default_str();
   app.add_option("--trace-capacity", o.trace_capacity,
                  "device trace buffer in events (0: the runtime's default); drained after "
                  "every job")

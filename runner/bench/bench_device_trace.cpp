@@ -1,8 +1,51 @@
 #include "runner/bench/bench_device_trace.hpp"
 
-#include <iterator>
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace runner {
+namespace {
+
+// One slice per (job, track, chip, kind) for the compute segments and D2D reductions of a
+// batch (per layer, plus the embedding and head); queue and DMA events pass as they are. A drain
+// holds whole jobs (the bench drains after each wait), so a job is never split between two folds.
+std::vector<calrt::TraceEvent> fold_layers(std::vector<calrt::TraceEvent> batch) {
+  std::vector<calrt::TraceEvent> out;
+  std::map<std::tuple<uint64_t, int, uint32_t, int>, size_t> slice_of;
+  std::map<size_t, uint64_t> folded;  // out index -> events folded into it
+  for (calrt::TraceEvent& event : batch) {
+    if (event.kind != calrt::TraceKind::compute && event.kind != calrt::TraceKind::d2d) {
+      out.push_back(std::move(event));  // one per job already
+      continue;
+    }
+    const auto key = std::make_tuple(event.job_serial, static_cast<int>(event.track), event.chip,
+                                     static_cast<int>(event.kind));
+    const auto [at, inserted] = slice_of.emplace(key, out.size());
+    if (inserted) {
+      event.layer = -1;
+      out.push_back(std::move(event));
+      folded[at->second] = 1;
+      continue;
+    }
+    calrt::TraceEvent& slice = out[at->second];
+    slice.begin = std::min(slice.begin, event.begin);
+    slice.end = std::max(slice.end, event.end);
+    slice.bytes += event.bytes;
+    slice.flops += event.flops;
+    ++folded[at->second];
+  }
+  for (const auto& [index, count] : folded) {
+    out[index].label = out[index].kind == calrt::TraceKind::compute
+                           ? fmt::format("{} segments", count)
+                           : fmt::format("x{}", count);
+  }
+  return out;
+}
+
+}  // namespace
 
 void DeviceTraceCollector::start(const calrt::Device& device, uint64_t capacity_events) {
   calrt::DeviceTrace trace = calrt::DeviceTrace::of(device);
@@ -22,8 +65,19 @@ void DeviceTraceCollector::drain() {
   uint64_t dropped = 0;
   std::vector<calrt::TraceEvent> batch = trace_.drain(&dropped);
   dropped_ = dropped;  // the device counts since recording started
-  events_.insert(events_.end(), std::make_move_iterator(batch.begin()),
-                 std::make_move_iterator(batch.end()));
+  if (!recording_) {
+    return;
+  }
+  if (!keep_.layers) {
+    batch = fold_layers(std::move(batch));
+  }
+  for (calrt::TraceEvent& event : batch) {
+    if (keep_.max_events != 0 && events_.size() >= keep_.max_events) {
+      ++discarded_;
+      continue;
+    }
+    events_.push_back(std::move(event));
+  }
 }
 
 void DeviceTraceCollector::stop() {

@@ -1,6 +1,13 @@
 // Collects the device's own trace (CALRT_EXT_TRACE) during `calrt bench --trace`. The
 // device keeps a bounded buffer, so the bench drains it after every job it waited for;
 // events lost to the bound anyway are counted and reported, never silently missing.
+//
+// What the bench keeps is bounded too, so that tracing a long prompt cannot grow the bench
+// without limit: at most `max_events` events (the rest are counted in discarded()), none
+// from warm-up runs when they are left out, and with `layers` off the segments of a job are
+// folded into one slice per job and track as they are drained: a chip's compute
+// from its first segment's start to its last one's end, its D2D reductions likewise, their
+// bytes and flops summed. A prompt's trace then grows with its chunks, not its layers.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +23,13 @@ class DeviceTraceCollector {
   // Starts recording (Trace_Enable) when the runtime offers the extension; otherwise the
   // collector stays inactive and unavailable() says why.
   void start(const calrt::Device& device, uint64_t capacity_events);
+  struct Keep {
+    bool layers = true;       // false: one slice per job and track
+    uint64_t max_events = 0;  // 0: no bound
+  };
+  void set_keep(const Keep& keep) { keep_ = keep; }
+  // Whether events drained from now on are kept (false during warm-up runs left out).
+  void set_recording(bool recording) { recording_ = recording; }
   bool active() const { return static_cast<bool>(trace_); }
   // Whether start() began a recording (events() then holds what the device recorded).
   bool recorded() const { return recorded_; }
@@ -26,12 +40,17 @@ class DeviceTraceCollector {
 
   const std::vector<calrt::TraceEvent>& events() const { return events_; }
   uint64_t dropped() const { return dropped_; }
+  // Events the bench let go past --trace-max-events (warm-up runs and folding not counted).
+  uint64_t discarded() const { return discarded_; }
   const std::string& unavailable() const { return unavailable_; }
 
  private:
   calrt::DeviceTrace trace_;
   std::vector<calrt::TraceEvent> events_;
   uint64_t dropped_ = 0;
+  uint64_t discarded_ = 0;
+  Keep keep_;
+  bool recording_ = true;
   bool recorded_ = false;
   std::string unavailable_;
 };

@@ -141,6 +141,7 @@ void BenchEngine::run_mode(bool parallel, ModeRecord& mode) {
 void BenchEngine::run_once(const RunKey& key, std::vector<Slot>& slots, std::vector<calrt::Kv>& kvs,
                            ModeRecord& mode) {
   const BenchOptions& o = s_.options;
+  trace_.set_recording(!key.warmup || o.trace_warmup);
   RunState run{key, mode, slots, {}, {}, 0};
   for (uint32_t r = 0; r < o.concurrency; ++r) {
     try {

@@ -53,7 +53,10 @@ struct BenchOptions {
   std::filesystem::path md;     // empty: no markdown table
   std::filesystem::path jsonl;  // one line per measured run (a sweep: per point); "-": stdout
   uint64_t trace_capacity = 0;  // device trace buffer in events; 0: the runtime's default
-  uint32_t timeout_ms = 30000;  // bound of every device wait (device time for the simulator)
+  bool trace_warmup = true;     // --trace-runs all (true) or measured
+  bool trace_layers = true;     // --trace-level layer (true) or job
+  uint64_t trace_max_events = 500000;  // device events the bench keeps (about 1.5 KB each)
+  uint32_t timeout_ms = 30000;         // bound of every device wait (device time for the simulator)
 
   // Design-space sweep (bench_sweep.hpp): one or two device-config keys, each with its values;
   // every point of their product is a whole bench run.

@@ -145,7 +145,7 @@ void add_owner_args(std::vector<ChromeTrace::Arg>& args, const JobOwner& owner) 
 
 std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_events,
                                const std::vector<ModeRecord>& modes, uint32_t chip_count,
-                               BenchTraceCounts* counts) {
+                               bool warmup, BenchTraceCounts* counts) {
   const SerialMap serials = match_serials(device_events, modes);
   uint32_t chips = chip_count;
   bool other_track = false;
@@ -203,6 +203,7 @@ std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_even
 
   for (const ModeRecord& mode : modes) {
     for (const HostSpanRecord& span : mode.host) {
+      if (span.run.warmup && !warmup) continue;
       std::vector<ChromeTrace::Arg> args;
       const auto serial = serials.serial_of_submission.find(span.submission);
       if (serial != serials.serial_of_submission.end()) {
@@ -216,6 +217,7 @@ std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_even
                      args);
     }
     for (const RunRecord& run : mode.runs) {
+      if (run.run.warmup && !warmup) continue;
       trace.complete(kHostPid, kRunsTid, mode.mode + " " + run.run.label(), "run", run.begin,
                      run.end - run.begin,
                      {ChromeTrace::arg("mode", mode.mode), ChromeTrace::arg("run", run.run.label()),

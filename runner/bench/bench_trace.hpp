@@ -31,8 +31,10 @@ struct BenchTraceCounts {
   size_t unmatched_job_serials = 0;  // device jobs that match no submission of the bench
 };
 
+// `warmup` false: the host spans and run spans of warm-up runs are left out (their device
+// events were not collected).
 std::string bench_chrome_trace(const std::vector<calrt::TraceEvent>& device_events,
                                const std::vector<ModeRecord>& modes, uint32_t chip_count,
-                               BenchTraceCounts* counts = nullptr);
+                               bool warmup = true, BenchTraceCounts* counts = nullptr);
 
 }  // namespace runner

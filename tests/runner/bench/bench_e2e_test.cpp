@@ -349,12 +349,25 @@ TEST_F(BenchTest, ListsOfPromptLengthsAndConcurrencySweep) {
 // The Chrome trace.
 // ---------------------------------------------------------------------------------------
 
-TEST_F(BenchTest, TraceHasTheNamedTracksAndSaneSpans) {
+class TraceTest : public BenchTest {
+ protected:
+  // A traced bench run with `extra` options, held to what every trace must be; returns the
+  // trace and the report.
+  std::pair<nlohmann::json, nlohmann::json> traced(const std::string& extra) {
+    check_trace(extra);
+    return {read_json(dir_ / "t.json"), read_json(dir_ / "r.json")};
+  }
+
+ private:
+  void check_trace(const std::string& extra);
+};
+
+void TraceTest::check_trace(const std::string& extra) {
   const fs::path trace = dir_ / "t.json", json = dir_ / "r.json";
   const CalrtRun run = bench(CALRT_TEST_CALBIN,
                              "--prompt-len 300 --gen-len 4 --runs 1 --concurrency 2 --host-time "
                              "model --trace " +
-                                 quoted(trace) + " --json " + quoted(json));
+                                 quoted(trace) + " --json " + quoted(json) + " " + extra);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json doc = read_json(trace);  // throws (fails the test) if not JSON
   ASSERT_TRUE(doc.contains("traceEvents"));
@@ -450,6 +463,63 @@ TEST_F(BenchTest, TraceHasTheNamedTracksAndSaneSpans) {
   EXPECT_EQ(report["trace"]["dropped_device_events"], 0);
   EXPECT_EQ(report["trace"]["unmatched_device_jobs"], 0);
   EXPECT_EQ(report["trace"]["device_trace"], "recorded");
+}
+
+// Device events of one kind on a chip's track, per job serial.
+std::map<uint64_t, size_t> chip_slices_per_job(const nlohmann::json& trace) {
+  std::map<uint64_t, size_t> per_job;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "compute") {
+      ++per_job[e["args"]["job"].get<uint64_t>() * 8 + e["args"]["chip"].get<uint64_t>()];
+    }
+  }
+  return per_job;
+}
+
+bool has_warmup(const nlohmann::json& trace) {
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["args"].value("run", "").rfind("warmup", 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST_F(TraceTest, TraceHasTheNamedTracksAndSaneSpans) {
+  const auto [trace, report] = traced("");
+  EXPECT_TRUE(has_warmup(trace));  // --warmup 1 by default, and --trace-runs all
+  size_t most = 0;
+  for (const auto& [job, slices] : chip_slices_per_job(trace)) most = std::max(most, slices);
+  EXPECT_GT(most, 1u) << "per-layer segments expected at --trace-level layer";
+}
+
+// --trace-level job folds each job's segments into one slice per chip, and --trace-runs
+// measured leaves the warm-up out; the trace still nests and accounts for every event.
+TEST_F(TraceTest, JobLevelAndMeasuredRunsOnlyStillNest) {
+  const auto [layers, layer_report] = traced("");
+  const auto [jobs, job_report] = traced("--trace-level job --trace-runs measured");
+  EXPECT_FALSE(has_warmup(jobs));
+  for (const auto& [job, slices] : chip_slices_per_job(jobs)) {
+    EXPECT_EQ(slices, 1u) << "job*8+chip " << job;
+  }
+  for (const auto& e : jobs["traceEvents"]) {
+    EXPECT_FALSE(e.contains("args") && e["args"].contains("layer")) << e.dump();
+  }
+  EXPECT_LT(job_report["trace"]["device_events"].get<size_t>() * 4,
+            layer_report["trace"]["device_events"].get<size_t>());
+  EXPECT_EQ(job_report["trace"]["level"], "job");
+  EXPECT_EQ(job_report["trace"]["runs"], "measured");
+}
+
+// The bench keeps at most --trace-max-events device events and says how many it let go.
+TEST_F(BenchTest, TraceMaxEventsBoundsWhatIsKept) {
+  const fs::path trace = dir_ / "t.json", json = dir_ / "r.json";
+  const CalrtRun run = bench(
+      CALRT_TEST_CALBIN, "--prompt-len 64 --gen-len 4 --runs 1 --host-time model --trace " +
+                             quoted(trace) + " --json " + quoted(json) + " --trace-max-events 50");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json report = read_json(json);
+  EXPECT_EQ(report["trace"]["device_events"], 50);
+  EXPECT_GT(report["trace"]["discarded_device_events"].get<uint64_t>(), 0u);
+  EXPECT_NE(run.output.find("past --trace-max-events 50"), std::string::npos) << run.output;
 }
 
 }  // namespace
