@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
        {runner::add_smoke_command, runner::add_devices_command, runner::add_info_command,
         runner::add_reset_command, runner::add_check_command, runner::add_inspect_command,
         runner::add_plan_command, runner::add_bench_command, runner::add_scenario_command,
-        runner::add_conformance_command, runner::add_replay_command}) {
+        runner::add_conformance_command, runner::add_replay_command, runner::add_merge_command}) {
     commands.push_back(add(app));
   }
 

@@ -2,6 +2,9 @@
 
 #include "runner/bench/bench.hpp"
 #include "runner/bench/bench_sweep.hpp"
+#include "runner/core/exit_codes.hpp"
+
+#include <cstdio>
 
 namespace runner {
 namespace {
@@ -145,6 +148,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
                  "every job")
       ->capture_default_str();
   app.add_flag("!--quiet", o.progress, "no progress line on a terminal");
+  add_shard_option(app, o.shard, "sweep points");
   app.add_option("--sweep", words.sweep,
                  "KEY=V1,V2,...: run the whole bench at every value of a device-config key "
                  "(pcie_lanes, d2d_gbps, dram_gbps, ...; simdev/device/README.md); twice for "
@@ -204,6 +208,12 @@ class BenchCommand : public Command {
         return kExitUsage;
       }
       options_.sweep.push_back(std::move(axis));
+    }
+    if (options_.shard && options_.sweep.empty()) {
+      std::fprintf(stderr,
+                   "calrt bench: bad input: --shard splits a sweep's points: give --sweep or a "
+                   "list (--prompt-len 128,256)\n");
+      return kExitUsage;
     }
     return options_.sweep.empty() ? run_bench(options_) : run_bench_sweep(options_);
   }

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runner/core/sampling.hpp"
+#include "runner/core/shard.hpp"
 
 namespace runner {
 
@@ -65,8 +67,9 @@ struct BenchOptions {
     std::vector<std::string> values;
   };
   std::vector<SweepAxis> sweep;
-  bool table = true;     // the header line, table and verdict line (a sweep prints its own)
-  bool progress = true;  // a progress line on a terminal (--quiet: none)
+  std::optional<Shard> shard;  // a sweep's points k with k mod N = I
+  bool table = true;           // the header line, table and verdict line (a sweep prints its own)
+  bool progress = true;        // a progress line on a terminal (--quiet: none)
 };
 
 }  // namespace runner

@@ -26,6 +26,7 @@ constexpr size_t kMaxPoints = 64;
 constexpr const char* kSweepSchema = "calrt-bench-sweep/2";
 
 struct Point {
+  size_t index = 0;                 // in the whole sweep (a shard runs some)
   std::vector<std::string> values;  // one per axis
   std::string result;               // PASS, FAIL or ERROR
   std::string error;
@@ -135,9 +136,13 @@ std::string sweep_csv(const BenchOptions& o, const std::vector<Point>& points) {
   return out;
 }
 
+nlohmann::json shard_json(const BenchOptions& o) {
+  return o.shard ? nlohmann::json{{"shard", to_json(*o.shard)}} : nlohmann::json::object();
+}
+
 // One point's entry of the report, also its --jsonl record.
 nlohmann::json point_json(const BenchOptions& o, const Point& p) {
-  nlohmann::json entry = {{"result", p.result}, {"mode", p.mode}};
+  nlohmann::json entry = {{"index", p.index}, {"result", p.result}, {"mode", p.mode}};
   for (size_t a = 0; a < o.sweep.size(); ++a) entry["config"][o.sweep[a].key] = p.values[a];
   for (const Column& c : kColumns) {
     const auto v = figure(p, c);
@@ -256,6 +261,10 @@ int run_bench_sweep(const BenchOptions& o) {
       return kExitUsage;
     }
     std::vector<Point> points = points_of(o.sweep);
+    for (size_t k = 0; k < points.size(); ++k) points[k].index = k;
+    if (o.shard) {
+      std::erase_if(points, [&](const Point& p) { return !o.shard->owns(p.index); });
+    }
     JsonlStream jsonl;
     if (!o.jsonl.empty()) {
       if (std::string problem = jsonl.open("--jsonl", o.jsonl); !problem.empty()) {
@@ -312,7 +321,7 @@ int run_bench_sweep(const BenchOptions& o) {
       if (code == kExitUsage) {
         // Bad input (an unknown key, a value the device refuses) fails every point alike.
         std::fprintf(stderr, "calrt bench: --sweep stopped at its first point with bad input\n");
-        jsonl.write_summary(sweep_envelope(points, "ERROR", p.error));
+        jsonl.write_summary(sweep_envelope(points, "ERROR", p.error), shard_json(o));
         return kExitUsage;
       }
       nlohmann::json record = {{"record", "point"}};
@@ -341,7 +350,7 @@ int run_bench_sweep(const BenchOptions& o) {
         code = failed ? code : kExitUsage;
       }
     }
-    jsonl.write_summary(sweep_envelope(points, result));
+    jsonl.write_summary(sweep_envelope(points, result), shard_json(o));
     if (!jsonl.error().empty()) {
       std::fprintf(stderr, "calrt bench: %s\n", jsonl.error().c_str());
       code = failed ? code : kExitUsage;

@@ -70,9 +70,10 @@ void JsonlStream::write(const nlohmann::json& record) {
   }
 }
 
-void JsonlStream::write_summary(const Envelope& envelope) {
+void JsonlStream::write_summary(const Envelope& envelope, const nlohmann::json& extra) {
   nlohmann::json record = {{"record", "summary"}};
   record.update(to_json(envelope));
+  record.update(extra);
   write(record);
 }
 

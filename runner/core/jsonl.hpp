@@ -34,7 +34,9 @@ class JsonlStream {
   // One line, flushed. The first failure is kept (error()) and later records are dropped.
   void write(const nlohmann::json& record);
   // The last line: the envelope of the report, with "record": "summary".
-  void write_summary(const Envelope& envelope);
+  // `extra` fields join it (a shard's "shard").
+  void write_summary(const Envelope& envelope,
+                     const nlohmann::json& extra = nlohmann::json::object());
   // Empty, or why a record could not be written, naming the path.
   const std::string& error() const { return error_; }
 

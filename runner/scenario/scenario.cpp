@@ -50,24 +50,29 @@ class Command {
     }
     print_header();
     if (o_.campaign) {
-      for (RunResult& result :
-           run_campaign(context_, workload_, o_.seed.value_or(1), *o_.campaign, offered_, chips_,
-                        [this](const RunResult& r) { stream(r.kind, to_json(r)); })) {
+      for (RunResult& result : run_campaign(
+               context_, workload_, o_.seed.value_or(1), *o_.campaign, offered_, chips_,
+               o_.shard.value_or(Shard{}),
+               [this](const RunResult&r, uint64_t index) { stream(r.kind, to_json(r), index); })) {
         plans_.add(result.passed());
         runs_.push_back(std::move(result));
       }
     } else {
-      for (const Scenario& scenario : scenarios_) {
+      for (size_t index = 0; index < scenarios_.size(); ++index) {
+        const Scenario& scenario = scenarios_[index];
+        if (o_.shard && !o_.shard->owns(index)) {
+          continue;
+        }
         if (o_.sweep || scenario.sweep) {
           for (SweepResult& result :
                run_sweep(context_, scenario, scenario.sweep.value_or(SweepSpec{}),
                          seed_of(scenario), offered_)) {
             sweep_totals_.add(result.passed());
-            stream("sweep", to_json(result));
+            stream("sweep", to_json(result), index);
             sweeps_.push_back(std::move(result));
           }
         } else {
-          run_file(scenario);
+          run_file(scenario, index);
         }
       }
     }
@@ -150,9 +155,10 @@ class Command {
     }
   }
 
-  // One --jsonl record: the run's report entry, tagged with what it is.
-  void stream(const std::string& record, const nlohmann::json& entry) {
-    nlohmann::json line = {{"record", record}};
+  // One --jsonl record: the run's report entry, tagged with what it is and its unit's index
+  // in the whole run (a plan, or a scenario file with its sweeps): `calrt merge` orders by it.
+  void stream(const std::string& record, const nlohmann::json& entry, uint64_t index) {
+    nlohmann::json line = {{"record", record}, {"index", index}};
     line.update(entry);
     jsonl_.write(line);
   }
@@ -184,7 +190,7 @@ class Command {
 
   uint64_t seed_of(const Scenario& scenario) const { return o_.seed.value_or(scenario.seed); }
 
-  void run_file(const Scenario& scenario) {
+  void run_file(const Scenario& scenario, uint64_t index) {
     RunResult result;
     result.kind = "scenario";
     result.name = scenario.name;
@@ -205,16 +211,18 @@ class Command {
         replay_command(fmt::format("{} --seed {}", scenario.file, result.seed), context_.bug);
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
-    stream(result.kind, to_json(result));
+    stream(result.kind, to_json(result), index);
     scenario_totals_.add(result.passed());
     runs_.push_back(std::move(result));
   }
 
   void print_header() const {
-    const std::string bug =
-        context_.bug == PolicyBug::none
-            ? ""
-            : fmt::format(" [TEST ONLY: policy bug {}]", to_string(context_.bug));
+    std::string bug = context_.bug == PolicyBug::none
+                          ? ""
+                          : fmt::format(" [TEST ONLY: policy bug {}]", to_string(context_.bug));
+    if (o_.shard) {
+      bug += fmt::format(", shard {}/{}", o_.shard->index, o_.shard->count);
+    }
     if (o_.campaign) {
       std::printf("calrt scenario: campaign of %u plans from seed %llu on %s%s\n", *o_.campaign,
                   static_cast<unsigned long long>(o_.seed.value_or(1)),
@@ -387,7 +395,9 @@ class Command {
         errors.push_back("--md: " + e);
       }
     }
-    jsonl_.write_summary(envelope(result, error));
+    jsonl_.write_summary(
+        envelope(result, error),
+        o_.shard ? nlohmann::json{{"shard", to_json(*o_.shard)}} : nlohmann::json::object());
     if (!jsonl_.error().empty()) {
       errors.push_back(jsonl_.error());
     }

@@ -112,13 +112,17 @@ std::vector<FaultEntry> random_plan(uint64_t seed, const std::vector<calrt::Faul
   return plan;
 }
 
-std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& workload,
-                                    uint64_t first_seed, uint32_t count,
-                                    const std::vector<calrt::FaultHit>& offered, uint32_t chips,
-                                    const std::function<void(const RunResult&)>& on_result) {
+std::vector<RunResult> run_campaign(
+    ScenarioContext& context, const Scenario& workload, uint64_t first_seed, uint32_t count,
+    const std::vector<calrt::FaultHit>& offered, uint32_t chips, const Shard& shard,
+    const std::function<void(const RunResult&, uint64_t)>& on_result) {
   std::vector<RunResult> results;
-  Progress progress("plans", count, context.options.progress && Progress::terminal());
+  const uint64_t owned = count / shard.count + (shard.index < count % shard.count ? 1 : 0);
+  Progress progress("plans", owned, context.options.progress && Progress::terminal());
   for (uint32_t i = 0; i < count; ++i) {
+    if (!shard.owns(i)) {
+      continue;
+    }
     const uint64_t seed = first_seed + i;
     const std::vector<FaultEntry> faults = random_plan(seed, offered, chips);
     progress.clear();  // the plan's lines go above the progress line
@@ -141,10 +145,10 @@ std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& wo
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
     if (on_result) {
-      on_result(result);
+      on_result(result, i);
     }
     results.push_back(std::move(result));
-    progress.update(i + 1);
+    progress.update(results.size());
   }
   return results;
 }

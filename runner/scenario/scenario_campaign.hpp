@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "runner/core/shard.hpp"
 #include "runner/scenario/scenario_context.hpp"
 
 namespace runner {
@@ -20,11 +21,11 @@ std::vector<FaultEntry> random_plan(uint64_t seed, const std::vector<calrt::Faul
                                     uint32_t chips);
 
 // Runs plans first_seed .. first_seed + count - 1, printing `plan P: ...` and its result
-// lines as it goes, and handing each result to `on_result` when given (--jsonl). Returns the
-// results.
-std::vector<RunResult> run_campaign(ScenarioContext& context, const Scenario& workload,
-                                    uint64_t first_seed, uint32_t count,
-                                    const std::vector<calrt::FaultHit>& offered, uint32_t chips,
-                                    const std::function<void(const RunResult&)>& on_result = {});
+// lines as it goes, and handing each result to `on_result` with its plan's index in the
+// campaign when given (--jsonl). With a shard, only its plans run. Returns the results.
+std::vector<RunResult> run_campaign(
+    ScenarioContext& context, const Scenario& workload, uint64_t first_seed, uint32_t count,
+    const std::vector<calrt::FaultHit>& offered, uint32_t chips, const Shard& shard = {},
+    const std::function<void(const RunResult&, uint64_t)>& on_result = {});
 
 }  // namespace runner

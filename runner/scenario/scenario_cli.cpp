@@ -47,6 +47,7 @@ class ScenarioCommand : public Command {
                    "stream one JSON line per scenario, plan or sweep as it finishes, then a "
                    "summary line; `-` for stdout (the human lines then go to stderr)")
         ->check(output_path());
+    add_shard_option(app, o.shard, "campaign plans (or scenario FILEs)");
     app.add_flag("--coverage", o.coverage,
                  "after the run, print the fault hits per (kind, site) summed over every run");
     app.add_option("--policy-bug", o.policy_bug,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runner/core/shard.hpp"
+
 namespace runner {
 
 struct ScenarioOptions {
@@ -21,6 +23,7 @@ struct ScenarioOptions {
   std::string junit;  // JUnit XML: one testcase per scenario, campaign plan or sweep
   std::string md;     // a markdown table per kind of run
   std::string jsonl;  // one JSON line per scenario, plan or sweep as it finishes; "-": stdout
+  std::optional<Shard> shard;  // --shard I/N: a campaign's plans or the files, k mod N = I
   bool coverage = false;
   bool progress = true;  // a progress line over a campaign's plans on a terminal (--quiet: none)
 };

@@ -10,6 +10,7 @@
 #include "runner/tools/devices.hpp"
 #include "runner/tools/info.hpp"
 #include "runner/tools/inspect.hpp"
+#include "runner/tools/merge.hpp"
 #include "runner/tools/plan.hpp"
 #include "runner/tools/replay.hpp"
 
@@ -43,6 +44,28 @@ class DevicesCommand : public Command {
 
  private:
   DevicesOptions options_;
+};
+
+class MergeCommand : public Command {
+ public:
+  explicit MergeCommand(CLI::App& calrt)
+      : Command(calrt.add_subcommand(
+            "merge", "join the --jsonl outputs of a run split with --shard I/N into one")) {
+    app_->add_option("SHARD", options_.shards, "every shard's --jsonl file, in any order")
+        ->required();
+    app_->add_option("--out", options_.out, "where the merged --jsonl goes (- for stdout)")
+        ->check(output_path())
+        ->capture_default_str();
+    app_->footer(
+        "Records come out in the order an unsharded run writes them, then one summary: counts "
+        "summed, the worst result, the command line without --shard. Exit codes: 0 the run "
+        "passed; 1 it failed; 2 bad input (a shard missing, twice, cut short or of another "
+        "run) or a run that had bad input.");
+  }
+  int run(int /*argc*/, char** /*argv*/) override { return run_merge(options_); }
+
+ private:
+  MergeOptions options_;
 };
 
 class InfoCommand : public Command {
@@ -241,6 +264,10 @@ class ReplayCommand : public Command {
 
 std::unique_ptr<Command> add_devices_command(CLI::App& calrt) {
   return std::make_unique<DevicesCommand>(calrt);
+}
+
+std::unique_ptr<Command> add_merge_command(CLI::App& calrt) {
+  return std::make_unique<MergeCommand>(calrt);
 }
 
 std::unique_ptr<Command> add_info_command(CLI::App& calrt) {

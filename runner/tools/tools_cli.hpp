@@ -16,5 +16,6 @@ std::unique_ptr<Command> add_check_command(CLI::App& calrt);
 std::unique_ptr<Command> add_inspect_command(CLI::App& calrt);
 std::unique_ptr<Command> add_plan_command(CLI::App& calrt);
 std::unique_ptr<Command> add_replay_command(CLI::App& calrt);
+std::unique_ptr<Command> add_merge_command(CLI::App& calrt);
 
 }  // namespace runner
