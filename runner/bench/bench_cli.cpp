@@ -151,7 +151,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
   add_shard_option(app, o.shard, "sweep points");
   app.add_option("--sweep", words.sweep,
                  "KEY=V1,V2,...: run the whole bench at every value of a device-config key "
-                 "(pcie_lanes, d2d_gbps, dram_gbps, ...; simdev/device/README.md); twice for "
+                 "(pcie_lanes, d2d_bw_mbps, dram_bw_mbps, ...; simdev/device/README.md); twice for "
                  "the product of two keys. --csv and --json then hold one row per point: TTFT, "
                  "TPOT and end-to-end time and throughput")
       ->expected(1)

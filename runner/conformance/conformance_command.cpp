@@ -173,14 +173,14 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     jsonl.write_summary(envelope_of(results));
     if (!jsonl.error().empty()) {
       std::fprintf(stderr, "calrt conformance: %s\n", jsonl.error().c_str());
-      status = kExitUsage;
+      status = status == kExitPass ? kExitUsage : status;
     }
     if (!options.md.empty()) {
       if (const std::string why = write_text_file(
               options.md, markdown_report(envelope_of(results), {markdown_table(results)}));
           !why.empty()) {
         std::fprintf(stderr, "calrt conformance: --md: %s\n", why.c_str());
-        status = kExitUsage;
+        status = status == kExitPass ? kExitUsage : status;
       }
     }
     if (!options.junit.empty()) {
@@ -188,7 +188,7 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
                                                    conformance_junit_suites(results));
           !why.empty()) {
         std::fprintf(stderr, "calrt conformance: --junit: %s\n", why.c_str());
-        status = kExitUsage;
+        status = status == kExitPass ? kExitUsage : status;
       }
     }
     if (!options.json.empty()) {
@@ -196,7 +196,7 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
               write_json_file(options.json, to_json(options, run_options.calbin, results));
           !why.empty()) {
         std::fprintf(stderr, "calrt conformance: --json: %s\n", why.c_str());
-        status = kExitUsage;
+        status = status == kExitPass ? kExitUsage : status;
       }
     }
     return status;

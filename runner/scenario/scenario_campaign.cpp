@@ -125,10 +125,11 @@ std::vector<RunResult> run_campaign(
     }
     const uint64_t seed = first_seed + i;
     const std::vector<FaultEntry> faults = random_plan(seed, offered, chips);
-    progress.clear();  // the plan's lines go above the progress line
     std::printf("plan %llu: %s\n", static_cast<unsigned long long>(seed),
                 plan_yaml(seed, faults).c_str());
     std::fflush(stdout);
+    // Drawn while the plan runs, below its plan line; erased before its result lines.
+    progress.update(results.size(), fmt::format("plan {}", seed));
     RunResult result;
     result.kind = "plan";
     result.name = fmt::format("plan {}", seed);
@@ -142,13 +143,13 @@ std::vector<RunResult> run_campaign(
         faults.begin(), faults.end(), [](const auto& f) { return f.kind() == "corrupted_output"; });
     result.mismatches = invariant_violations(result.record, invariants);
     result.replay = replay_command(fmt::format("--campaign 1 --seed {}", seed), context.bug);
+    progress.clear();
     std::fputs(result_lines(result).c_str(), stdout);
     std::fflush(stdout);
     if (on_result) {
       on_result(result, i);
     }
     results.push_back(std::move(result));
-    progress.update(results.size());
   }
   return results;
 }
