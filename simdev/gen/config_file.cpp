@@ -160,6 +160,12 @@ calbin::Result<ModelConfig> read_hf_config(const fs::path& path) {
   CONFIG_TRY(c.tokenizer_context, j.count_or("max_position_embeddings", 32768));
   CONFIG_TRY(c.rope_theta, j.number_or("rope_theta", 10000.0));
   CONFIG_TRY(c.rms_eps, j.number_or("rms_norm_eps", 1e-6));
+  if (const auto tie = doc.find("tie_word_embeddings"); tie != doc.end()) {
+    if (!tie->is_boolean()) {
+      return calbin::fail(path.string(), "tie_word_embeddings", tie->dump() + ": not true/false");
+    }
+    c.tied_embeddings = tie->get<bool>();
+  }
   c.chips = kDefaultConfigChips;
   c.prefill_chunk = kDefaultConfigChunk;
   c.context = std::min(kDefaultConfigContext, c.tokenizer_context);

@@ -89,12 +89,29 @@ calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
   if (config.experts > 0) {
     return calbin::fail("preset", "experts", "the functional model is dense (calbin/MODEL.md)");
   }
-  const std::vector<StoredWeight> weights = make_weights(config, options.seed);
+  std::vector<StoredWeight> weights;
+  ProvenanceNote note = kInitNote;
+  if (options.weights_dir.empty()) {
+    weights = make_weights(config, options.seed);
+  } else {
+    auto checkpoint = SafetensorsDir::open(options.weights_dir);
+    if (!checkpoint) return tl::unexpected(checkpoint.error());
+    auto read = read_weights(config, *checkpoint);
+    if (!read) {
+      calbin::Error error = read.error();
+      if (error.file.empty()) error.file = options.weights_dir.string();
+      return tl::unexpected(error);
+    }
+    weights = std::move(*read);
+    note = {"init", "weights from " + options.weights_dir.string() + " (safetensors, " +
+                        std::to_string(checkpoint->size()) +
+                        " tensors), matrices int8 w8a8_dynamic per row, the rest bf16"};
+  }
   const ParamLayout layout = layout_param_blocks(config, weights);
   if (auto written = write_param_blocks(dir, layout); !written) {
     return tl::unexpected(written.error());
   }
-  auto m = describe_calbin(config, options, weights_part(config, layout), kInitNote);
+  auto m = describe_calbin(config, options, weights_part(config, layout), note);
   if (!m) {
     return m;
   }

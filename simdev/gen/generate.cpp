@@ -26,9 +26,34 @@ std::string known_presets() {
 }
 
 calbin::Result<void> check_options(const GenOptions& options) {
+  if (!options.weights_dir.empty() && options.config_file.empty()) {
+    return calbin::fail("", "--weights", "needs --config: the weights' model config");
+  }
   if (!options.config_file.empty()) {
-    if (auto config = read_model_config(options.config_file); !config) {
+    auto config = read_model_config(options.config_file);
+    if (!config) {
       return tl::unexpected(config.error());
+    }
+    if (!options.weights_dir.empty() && config->experts > 0) {
+      return calbin::fail(options.config_file.string(), "num_experts",
+                          std::to_string(config->experts) +
+                              ": --weights needs a dense model (a mixture of experts generates "
+                              "timing-only, without weights)");
+    }
+    if (!options.weights_dir.empty() && config->architecture == "llama") {
+      return calbin::fail(options.config_file.string(), "model_type",
+                          "'llama': its checkpoints have no q_norm/k_norm, which the device's "
+                          "attention applies (calbin/MODEL.md); --weights reads qwen3");
+    }
+    if (!options.weights_dir.empty()) {
+      // Headers, names and shapes before any work: bad weights are bad input (exit 2).
+      auto checkpoint = SafetensorsDir::open(options.weights_dir);
+      if (!checkpoint) return tl::unexpected(checkpoint.error());
+      if (auto ok = check_checkpoint(*config, *checkpoint); !ok) {
+        calbin::Error error = ok.error();
+        if (error.file.empty()) error.file = options.weights_dir.string();
+        return tl::unexpected(error);
+      }
     }
   } else if (find_preset(options.preset) == nullptr) {
     return calbin::fail("", "--preset",

@@ -16,6 +16,8 @@ struct GenOptions {
   std::string preset = "tiny";
   // When set, the model comes from this file instead of the preset (config_file.hpp).
   std::filesystem::path config_file;
+  // With config_file: the weights from this directory's safetensors instead of seeded ones.
+  std::filesystem::path weights_dir;
   std::filesystem::path out_dir;
   uint64_t seed = 1;
   bool with_golden = true;  // functional presets only

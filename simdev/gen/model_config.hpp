@@ -32,6 +32,7 @@ struct ModelConfig {
   uint32_t tokenizer_context = 32768;
   double rope_theta = 1e6;
   double rms_eps = 1e-6;
+  bool tied_embeddings = false;  // lm_head is the embedding (tie_word_embeddings)
 };
 
 // Checks what the generator and MODEL.md rely on: non-zero sizes, every split dimension

@@ -90,6 +90,10 @@ int main(int argc, char** argv) {
                   "the model from a file instead: a Hugging Face config.json (qwen3, qwen3_moe, "
                   "llama) or the project's YAML (simdev/gen/README.md)")
       ->excludes(preset_option);
+  gen->add_option("--weights", gen_options.weights_dir,
+                  "with --config: the weights from this Hugging Face checkpoint directory "
+                  "(model.safetensors, or shards and model.safetensors.index.json; F32, BF16, "
+                  "F16) instead of seeded ones");
   gen->add_option("--out", out_dir, "output calbin directory")->required();
   gen->add_option("--seed", gen_options.seed, "master seed of weights and golden prompts")
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "simdev/gen/weights/weights.hpp"
 
+#include <set>
+
 #include "calbin/bf16.hpp"
 #include "simdev/gen/rng.hpp"
 
@@ -44,6 +46,57 @@ std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed)
   std::vector<StoredWeight> weights;
   for (const WeightSpec& spec : weight_specs(config)) {
     weights.push_back(store(spec, draw(spec, seed)));
+  }
+  return weights;
+}
+
+std::string hf_weight_name(const std::string& name, bool tied_embeddings) {
+  if (name == "tok_embeddings" || (name == "lm_head" && tied_embeddings)) {
+    return "model.embed_tokens.weight";
+  }
+  if (name == "lm_head") return "lm_head.weight";
+  if (name == "final_norm") return "model.norm.weight";
+  // layers.L.rest
+  const size_t dot = name.find('.', 7);
+  const std::string layer = name.substr(0, dot), rest = name.substr(dot + 1);
+  std::string hf = "model." + layer + ".";
+  if (rest == "attn_norm") {
+    hf += "input_layernorm";
+  } else if (rest == "ffn_norm") {
+    hf += "post_attention_layernorm";
+  } else if (rest.rfind("attn.", 0) == 0) {
+    hf += "self_attn." + rest.substr(5);
+  } else {
+    hf += rest;  // mlp.gate_proj, ...
+  }
+  return hf + ".weight";
+}
+
+calbin::Result<void> check_checkpoint(const ModelConfig& config, const SafetensorsDir& checkpoint) {
+  std::set<std::string> used;
+  for (const WeightSpec& spec : weight_specs(config)) {
+    const std::string name = hf_weight_name(spec.name, config.tied_embeddings);
+    if (auto ok = checkpoint.check(name, spec.shape); !ok) return ok;
+    used.insert(name);
+  }
+  for (const std::string& name : checkpoint.names()) {
+    const bool harmless = name.ends_with("rotary_emb.inv_freq") ||
+                          (name == "lm_head.weight" && config.tied_embeddings);
+    if (!used.count(name) && !harmless) {
+      return calbin::fail("", name, "in the weights but not in the model the config describes");
+    }
+  }
+  return {};
+}
+
+calbin::Result<std::vector<StoredWeight>> read_weights(const ModelConfig& config,
+                                                       const SafetensorsDir& checkpoint) {
+  if (auto ok = check_checkpoint(config, checkpoint); !ok) return tl::unexpected(ok.error());
+  std::vector<StoredWeight> weights;
+  for (const WeightSpec& spec : weight_specs(config)) {
+    auto values = checkpoint.read(hf_weight_name(spec.name, config.tied_embeddings), spec.shape);
+    if (!values) return tl::unexpected(values.error());
+    weights.push_back(store(spec, *values));
   }
   return weights;
 }

@@ -10,6 +10,7 @@
 #include "calbin/manifest.hpp"
 #include "simdev/gen/model_config.hpp"
 #include "simdev/gen/weights/quantize.hpp"
+#include "simdev/gen/weights/safetensors.hpp"
 
 namespace simdev::gen {
 
@@ -48,6 +49,15 @@ void add_attention_specs(const ModelConfig& config, int l, std::vector<WeightSpe
 std::vector<WeightSpec> moe_weight_specs(const ModelConfig& config);
 // Draws each tensor from its own stream derived from (seed, name), then stores it.
 std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed);
+// Reads each tensor from a Hugging Face checkpoint (its name: hf_weight_name), checks its
+// shape against the config, then stores it as make_weights() does. A tensor of the
+// checkpoint the model does not use is an error: the config would not describe it.
+calbin::Result<std::vector<StoredWeight>> read_weights(const ModelConfig& config,
+                                                       const SafetensorsDir& checkpoint);
+// What read_weights() checks before reading: every tensor there with its shape, none unused.
+calbin::Result<void> check_checkpoint(const ModelConfig& config, const SafetensorsDir& checkpoint);
+// "layers.3.attn.q_proj" -> "model.layers.3.self_attn.q_proj.weight", and so on.
+std::string hf_weight_name(const std::string& name, bool tied_embeddings);
 // The manifest entry of a tensor before it is placed: name, role, layer, shape and dtype.
 calbin::WeightTensor manifest_entry(const WeightSpec& spec);
 // nullptr when absent.
