@@ -62,8 +62,8 @@ nlohmann::json settings_json(const BenchOptions& o) {
         {"overhead_ns", o.host_model.overhead_ns},
         {"model",
          "charged ns = overhead_ns + ceil(bytes / gbps); bytes: prepare = token + position "
-         "tensor bytes; bf16->fp32 = logits tensor bytes + 4 * vocab; sampling = 4 * vocab "
-         "(greedy) or 8 * vocab (top-k)"},
+         "tensor bytes; greedy: rank = logits tensor bytes (ranked from BF16, no FP32 row); "
+         "top-k: bf16->fp32 = logits tensor bytes + 4 * vocab, sampling = 8 * vocab"},
         {"used", o.host_time == HostTimeMode::model
                      ? "host figures are the modelled values above"
                      : "host figures are measured (steady clock); the model is not used"}}},

@@ -322,6 +322,30 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
                                uint64_t submission) {
   const BenchOptions& o = s_.options;
   const uint64_t vocab = s_.info.vocab;
+  const auto step = static_cast<uint64_t>(q.record.tokens.size());
+  if (o.sampling.method == SamplingMethod::greedy) {
+    // Greedy needs the ranking only: the BF16 row is read once and no FP32 row is written
+    // (rank_row, the same token bit for bit as the argmax of the converted row).
+    int32_t token = -1;
+    const HostSpan rank = host_.run(io.logits().bytes, [&] {
+      const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
+      token = rank_row(map.bytes(), io.logits(), 0, 0).argmax;
+    });
+    run.mode.host.push_back({"rank", rank.begin_ns, rank.end_ns, submission, run.key, q.index});
+    // Bookkeeping of the bench itself, not charged: the row as the device stored it.
+    const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
+    XXH3_state_t* hash = XXH3_createState();
+    XXH3_64bits_reset(hash);
+    visit_row_bytes(map.bytes(), io.logits(), 0, vocab, [&](std::span<const std::byte> bytes) {
+      XXH3_64bits_update(hash, bytes.data(), bytes.size());
+    });
+    q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
+    XXH3_freeState(hash);
+    q.record.tokens.push_back(token);
+    q.record.token_ready.push_back(rank.end_ns);
+    q.record.sample_ns.push_back(rank.charged_ns);
+    return;
+  }
   std::vector<float> logits;
   const HostSpan convert = host_.run(io.logits().bytes + 4 * vocab, [&] {
     const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
@@ -331,11 +355,10 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
       {"bf16->fp32", convert.begin_ns, convert.end_ns, submission, run.key, q.index});
   // Bookkeeping of the bench itself, not part of the serving path: not charged.
   const uint64_t fingerprint = logits_fingerprint(logits);
-  const auto step = static_cast<uint64_t>(q.record.tokens.size());
   const uint64_t stream =
       derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
   int32_t token = -1;
-  const uint64_t sample_bytes = 4 * vocab * (o.sampling.method == SamplingMethod::top_k ? 2 : 1);
+  const uint64_t sample_bytes = 8 * vocab;  // top-k (bench_host_time.hpp)
   const HostSpan sample =
       host_.run(sample_bytes, [&] { token = sample_token(logits, o.sampling, stream); });
   run.mode.host.push_back({"sample", sample.begin_ns, sample.end_ns, submission, run.key, q.index});

@@ -14,10 +14,12 @@
 // with the bytes each phase touches (the bench computes them from the descriptors):
 //   prepare  token + position tensors of the model, as the descriptors size them (they are
 //            rewritten whole: values plus zero fill and tiling padding)
-//   convert  the logits tensor as stored (BF16, tiling padding included) read, plus the
-//            FP32 row written: logits.bytes + 4 * vocab
-//   sample   greedy: the FP32 row read once, 4 * vocab; top-k: read twice (the selection
-//            and the copy of the candidates it sorts), 8 * vocab
+//   rank     greedy: the logits tensor as stored (BF16, tiling padding included) read once
+//            and ranked in place (rank_row), no FP32 row: logits.bytes
+//   convert  top-k: the logits tensor as stored read, plus the FP32 row written:
+//            logits.bytes + 4 * vocab
+//   sample   top-k: the FP32 row read twice (the selection and the copy of the candidates it
+//            sorts), 8 * vocab
 // Runtimes without the clock extension (real hardware) cannot be charged: there the device
 // clock is real and already contains the host's time.
 #pragma once

@@ -56,9 +56,11 @@ const std::vector<MetricSpec>& bench_metric_specs() {
        "per job: host time to bind the KV, write the token and position inputs and set the "
        "CSRs"},
       {"bf16_to_fp32", false, "us",
-       "per generated token: host time to map the logits output and convert it from BF16 (in "
-       "its tiled layout) to an FP32 row"},
-      {"sampling", false, "us", "per generated token: host time of the sampler on the FP32 row"},
+       "per generated token, top-k sampling: host time to map the logits output and convert it "
+       "from BF16 (in its tiled layout) to an FP32 row"},
+      {"sampling", false, "us",
+       "per generated token: host time of the sampler; greedy maps the logits output and ranks "
+       "the BF16 row in place (no FP32 row), top-k samples the FP32 row"},
   };
   return specs;
 }
@@ -150,6 +152,9 @@ std::vector<MetricRow> compute_metrics(const ModeRecord& mode, const BenchOption
     samples["prepare"].push_back(to_us(job.prepare_ns));
   }
 
+  if (options.sampling.method == SamplingMethod::greedy) {
+    unavailable["bf16_to_fp32"] = "greedy ranks the BF16 row directly: no FP32 row is made";
+  }
   if (options.gen_len < 2) {
     for (const char* name :
          {"tpot", "decode_tok_s", "queue_decode", "h2d_decode", "infer_decode", "d2h_decode"}) {

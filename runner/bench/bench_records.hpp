@@ -50,7 +50,7 @@ struct JobRecord {
 
 // One host phase on the device clock (the host track of the trace).
 struct HostSpanRecord {
-  const char* name = "";  // "prepare", "bf16->fp32", "sample", "wait"
+  const char* name = "";  // "prepare", "rank" (greedy), "bf16->fp32", "sample", "wait"
   int64_t begin = 0;
   int64_t end = 0;
   uint64_t submission = 0;  // the job it served (JobRecord::submission)
@@ -61,13 +61,14 @@ struct HostSpanRecord {
 struct SequenceRecord {
   RunKey run;
   uint32_t seq = 0;
-  int64_t first_submit = 0;             // Job_Status submit time of its first prefill chunk
-  int64_t prefill_end = 0;              // end time of its last prefill chunk
-  std::vector<int32_t> tokens;          // generated, in order (tokens[0] from prefill)
-  std::vector<uint64_t> logits_hashes;  // XXH3-64 of the FP32 logits each token came from
-  std::vector<int64_t> token_ready;     // device time the host finished sampling each token
-  std::vector<int64_t> convert_ns;      // BF16->FP32 of each token's logits, as charged
-  std::vector<int64_t> sample_ns;       // sampling of each token, as charged
+  int64_t first_submit = 0;     // Job_Status submit time of its first prefill chunk
+  int64_t prefill_end = 0;      // end time of its last prefill chunk
+  std::vector<int32_t> tokens;  // generated, in order (tokens[0] from prefill)
+  // XXH3-64 of the logits each token came from: greedy the stored BF16 row, top-k the FP32 row.
+  std::vector<uint64_t> logits_hashes;
+  std::vector<int64_t> token_ready;  // device time the host finished sampling each token
+  std::vector<int64_t> convert_ns;   // top-k: BF16->FP32 of each token's logits, as charged
+  std::vector<int64_t> sample_ns;    // sampling (greedy: ranking) of each token, as charged
 };
 
 struct RunRecord {

@@ -5,9 +5,9 @@
 //     segments of every job (name: the segment's label, e.g. "attention"), then "PCIe H2D"
 //     and "PCIe D2H" (DMA), "D2D" (the tensor-parallel reductions) and "queue" (a job from
 //     submission until its input DMA starts): what the device's trace extension recorded.
-//   process "host": track "host" with the host's phases (prepare, bf16->fp32, sample, and
-//     wait: blocked in Job_Wait), placed at the device time when the host performed them,
-//     as charged with Clock_HostSpend; track "runs" with one span per run.
+//   process "host": track "host" with the host's phases (prepare; rank for greedy, or
+//     bf16->fp32 and sample for top-k; wait: blocked in Job_Wait), placed at the device time when
+//     the host performed them, as charged with Clock_HostSpend; track "runs" with one span per run.
 // Sync and parallel mode run one after the other on the same device, so they follow each
 // other on one timeline. Each event's args say which job it belongs to: "job" is the
 // device's job serial (as in the device's own messages), "submission" the bench's count of

@@ -99,6 +99,11 @@ tl::expected<HostInputs, std::string> load_host_inputs(const SmokeOptions& optio
   if (!std::filesystem::is_directory(options.calbin, error)) {
     return Unexpected(options.calbin.string() + ": not a calbin directory (no such directory)");
   }
+  for (const std::filesystem::path& resident : options.resident) {
+    if (auto m = calbin::read_manifest(resident); !m) {
+      return Unexpected("--resident " + resident.string() + ": " + m.error().to_string());
+    }
+  }
   HostInputs inputs;
   auto manifest = calbin::read_manifest(options.calbin);
   if (!manifest) {

@@ -44,6 +44,7 @@ struct Session {
   calrt::Device device;
   uint32_t chip_count = 0;
   calrt::Calbin calbin;
+  std::vector<calrt::Calbin> residents;  // --resident, configured before `calbin`
   calrt::CalbinInfo info;
   ModelIo prefill;
   ModelIo decode;
@@ -64,6 +65,8 @@ StepResult step_buffers(Session& session);    // 4
 // report's metrics.
 std::vector<StepResult> steps_golden(Session& session, nlohmann::json& metrics);
 StepResult step_kv(Session& session);  // 8
+// With --resident: the resident calbins are still configured after the run (9).
+StepResult step_residents(Session& session);
 
 // The bodies of steps 2 and 4 for callers with their own error handling (the scenarios):
 // they throw calrt::Error from the runtime and add I/O mismatches to `step`.

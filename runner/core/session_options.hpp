@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace runner {
 
@@ -64,6 +65,9 @@ struct SmokeOptions {
   uint32_t timeout_ms = 30000;  // per device call that waits (device time for the simulator)
   RunnerBug bug = RunnerBug::none;
   bool progress = true;  // a progress line over the golden cases on a terminal (--quiet: none)
+  // Calbins configured on the device before this one and kept configured throughout (the
+  // reference's multi-model residency): this calbin must fit next to them and run as usual.
+  std::vector<std::filesystem::path> resident;
 };
 
 }  // namespace runner

@@ -184,6 +184,19 @@ StepResult step_calbin(Session& s) {
 
 StepResult step_configure(Session& s) {
   return run_guarded(3, "configure", [&](StepResult& step) {
+    // The residents first, as models already serving: this calbin must fit next to them.
+    std::vector<std::string> residents;
+    for (const std::filesystem::path& path : s.options.resident) {
+      calrt::Calbin& resident =
+          s.residents.emplace_back(calrt::Calbin::create(s.device, path, s.timeout()));
+      const calrt::ConfigureResult configured = resident.configure(s.timeout());
+      uint64_t bytes = 0;
+      for (const uint64_t chip : configured.memory_used_bytes) bytes = std::max(bytes, chip);
+      residents.push_back(
+          fmt::format("{} ({} per chip)", path.filename().string(), mib_text(bytes)));
+      step.details["residents"].push_back(
+          {{"calbin", path.string()}, {"memory_used_bytes", configured.memory_used_bytes}});
+    }
     const Stopwatch wall;
     const calrt::ConfigureResult result = s.calbin.configure(s.timeout());
     const double wall_ms = wall.elapsed_ms();
@@ -204,8 +217,25 @@ StepResult step_configure(Session& s) {
     }
     step.summary = fmt::format("device {:.3f} ms, host wall {:.1f} ms; {}",
                                ms(result.configure_time), wall_ms, fmt::join(memory, ", "));
+    if (!residents.empty()) {
+      step.summary += fmt::format("; next to {}", fmt::join(residents, ", "));
+    }
     step.details["device_time_ms"] = ms(result.configure_time);
     step.details["host_wall_ms"] = wall_ms;
+  });
+}
+
+StepResult step_residents(Session& s) {
+  return run_guarded(9, "resident", [&](StepResult& step) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < s.residents.size(); ++i) {
+      const std::string name = s.options.resident[i].filename().string();
+      if (!s.residents[i].info().configured) {
+        step.fail(fmt::format("{}: no longer configured after the run", name));
+      }
+      names.push_back(name);
+    }
+    step.summary = fmt::format("still configured: {}", fmt::join(names, ", "));
   });
 }
 

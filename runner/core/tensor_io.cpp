@@ -274,6 +274,14 @@ void read_row_f32_into(std::span<const std::byte> mapped, const calrt::TensorDes
   });
 }
 
+void visit_row_bytes(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                     size_t cols, const std::function<void(std::span<const std::byte>)>& visit) {
+  const size_t size = element_bytes(desc.dtype);
+  for_each_run(mapped, desc, row, cols, [&](size_t first, size_t count, size_t /*col*/) {
+    visit(mapped.subspan(first * size, count * size));
+  });
+}
+
 RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                       std::span<float> out, size_t k) {
   RowRanker ranker(k);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -58,6 +59,12 @@ RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc
 // fewer numbers than k (NaNs rank last, by id) is converted whole to place them.
 RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                  size_t k);
+
+// The stored bytes of a logical row in column order, run by run (a tiled layout splits a row
+// into runs), for a fingerprint of exactly what the device wrote; `cols` is the row's length.
+// The same checks and exceptions as read_row_f32_into.
+void visit_row_bytes(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
+                     size_t cols, const std::function<void(std::span<const std::byte>)>& visit);
 
 // Writes `values` into logical row 0 of an int32 tensor and zeroes everything else (other
 // rows, the row's tail, tiling padding).

@@ -86,6 +86,11 @@ void run_steps(Session& s, Report& report) {
     add(report, skipped(7, "decode", "no buffers"));
   }
   add(report, s.configured ? step_kv(s) : skipped(8, "kv", "calbin not configured"));
+  if (!s.options.resident.empty()) {
+    add(report, s.residents.size() == s.options.resident.size()
+                    ? step_residents(s)
+                    : skipped(9, "resident", "not every resident was configured (step 3)"));
+  }
 }
 
 std::vector<std::string> summary_lines(const nlohmann::json& m) {

@@ -24,6 +24,9 @@ class SmokeCommand : public Command {
     app.add_option("CALBIN", o.calbin, "calbin directory")->required();
     add_device_options(app, {&o.device, &o.device_kind, &o.device_index, &o.device_config});
     app.add_option("--golden", o.golden, "golden directory (default: the calbin's golden index)");
+    app.add_option("--resident", o.resident,
+                   "a calbin configured on the device first and kept configured throughout "
+                   "(multi-model residency: this calbin must fit next to it); repeatable");
     app.add_option("--cases", o.cases, "short, all (adds the long cases) or NAME,NAME")
         ->capture_default_str();
     app.add_option("--prefill-model", o.prefill_model,
