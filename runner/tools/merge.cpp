@@ -20,6 +20,9 @@ namespace {
 
 using nlohmann::json;
 
+// The longest record calrt writes is a scenario run with its events, a few hundred KB.
+constexpr size_t kMaxLine = size_t{64} << 20;
+
 class BadShard : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -48,6 +51,20 @@ std::string run_identity(const std::string& command_line) {
   return std::regex_replace(without_shard(command_line), outputs, "");
 }
 
+// One line without its '\n'; false at the end of the file. Stops reading a line once it is
+// longer than kMaxLine (the caller refuses it), so a hostile file cannot exhaust memory.
+bool read_line(std::istream& in, std::string& line) {
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  for (;;) {
+    const int c = buffer->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    line.push_back(static_cast<char>(c));
+    if (line.size() > kMaxLine) return true;
+  }
+}
+
 ShardFile read_shard(const std::string& path) {
   std::ifstream stream(path);
   if (!stream) {
@@ -55,7 +72,11 @@ ShardFile read_shard(const std::string& path) {
   }
   ShardFile file{.path = path};
   std::string line;
-  for (size_t number = 1; std::getline(stream, line); ++number) {
+  for (size_t number = 1; read_line(stream, line); ++number) {
+    if (line.size() > kMaxLine) {
+      throw BadShard(fmt::format("{}:{}: a line of more than {} bytes: not a calrt --jsonl record",
+                                 path, number, kMaxLine));
+    }
     if (!file.summary.is_null()) {
       throw BadShard(fmt::format("{}:{}: a line after the summary", path, number));
     }
