@@ -104,6 +104,14 @@ ClauseResult::Verdict verdict_of(ChildVerdict::Kind kind) {
 
 }  // namespace
 
+size_t conformance_selected_count(const ConformanceOptions& options) {
+  size_t count = 0;
+  for (const Clause& clause : conformance_clauses()) {
+    count += selected(options, clause.id) ? 1 : 0;
+  }
+  return count;
+}
+
 bool conformance_prefix_known(const std::string& prefix) {
   if (prefix.empty()) {
     return false;

@@ -51,6 +51,9 @@ const std::vector<Clause>& conformance_clauses();
 // "KV.1"); `--only` rejects a prefix that selects nothing.
 bool conformance_prefix_known(const std::string& prefix);
 
+// How many clauses `options.only` selects (all when empty): a progress line's total.
+size_t conformance_selected_count(const ConformanceOptions& options);
+
 // Runs the clauses `options.only` selects (all when empty) in order. Never throws for a
 // misbehaving runtime: that fails the clause. Throws std::invalid_argument for bad options
 // (an unreadable calbin, an unknown prefix), which the command reports as bad input.

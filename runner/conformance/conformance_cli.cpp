@@ -27,6 +27,7 @@ void add_conformance_options(CLI::App& app, ConformanceCommandOptions& o) {
       ->check(output_path());
   app.add_option("--json", o.json, "write the JSON report to this file (atomically)")
       ->check(output_path());
+  app.add_flag("!--quiet", o.progress, "no progress line on a terminal");
   app.add_option("--md", o.md, "write the clauses as a markdown table, for pasting into a review")
       ->check(output_path());
   app.add_option("--jsonl", o.jsonl,

@@ -11,6 +11,7 @@
 #include "runner/core/jsonl.hpp"
 #include "runner/core/markdown.hpp"
 #include "runner/core/output_file.hpp"
+#include "runner/core/progress.hpp"
 #include "runner/core/report.hpp"
 
 namespace runner {
@@ -150,8 +151,12 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     }
     size_t counts[3] = {0, 0, 0};
     double seconds = 0.0;
+    // Each clause's line is printed as it ends; the line below them says how far the suite is.
+    Progress progress("clauses", conformance_selected_count(run_options),
+                      options.progress && Progress::terminal());
     const std::vector<ClauseResult> results =
         run_conformance(api, spec, run_options, [&](const ClauseResult& r) {
+          progress.clear();
           nlohmann::json record = {{"record", "clause"}};
           record.update(to_json(r));
           jsonl.write(record);
@@ -164,7 +169,9 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
                         r.reason.c_str());
           }
           std::fflush(stdout);
+          progress.update(counts[0] + counts[1] + counts[2], r.id);
         });
+    progress.clear();
     std::printf("%zu passed, %zu failed, %zu skipped\n", counts[0], counts[1], counts[2]);
     std::fflush(stdout);
     std::fprintf(stderr, "calrt conformance: %zu clauses in %.2f s on %s\n", results.size(),

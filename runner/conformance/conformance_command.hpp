@@ -23,8 +23,9 @@ struct ConformanceCommandOptions {
   double suite_timeout_s = 0.0;               // --timeout (0: none)
   std::string junit;
   std::string json;
-  std::string md;     // --md FILE: the clauses as a markdown table
-  std::string jsonl;  // --jsonl FILE|-: one record per clause as it finishes
+  std::string md;        // --md FILE: the clauses as a markdown table
+  std::string jsonl;     // --jsonl FILE|-: one record per clause as it finishes
+  bool progress = true;  // a progress line over the clauses on a terminal (--quiet: none)
 };
 
 // The results as JUnit suites: one per clause group, in the order the groups first appear.

@@ -167,6 +167,27 @@ TEST_F(ReportStreams, DashGivesStdoutToTheRecordsAlone) {
   EXPECT_NE(read_file(err).find("PASS VER.1"), std::string::npos);
 }
 
+// Conformance and a campaign draw their progress lines on a terminal (script(1) gives them
+// one and copies what they drew), and nothing of it when piped or given --quiet.
+TEST_F(ReportStreams, ProgressLinesOnlyOnATerminal) {
+  const std::string exe = std::string("'") + CALRT_EXE + "' ";
+  const std::string conformance = exe + "conformance --only VER --calbin " + kTiny;
+  const std::string campaign = exe + "scenario --campaign 3 --calbin-dir " + kTinyDir;
+  const CalrtRun tty = run_command("script -qec " + shell_quoted(conformance) + " /dev/null");
+  ASSERT_EQ(tty.exit_code, 0) << tty.output;
+  EXPECT_NE(tty.output.find("\rclauses 1/"), std::string::npos) << tty.output;
+  const CalrtRun plans = run_command("script -qec " + shell_quoted(campaign) + " /dev/null");
+  ASSERT_EQ(plans.exit_code, 0) << plans.output;
+  EXPECT_NE(plans.output.find("\rplans 0/3 (plan 1)"), std::string::npos) << plans.output;
+  for (const std::string& command : {conformance, campaign}) {
+    const CalrtRun piped = run_command(command);
+    EXPECT_EQ(piped.output.find('\r'), std::string::npos) << piped.output;
+    const CalrtRun quiet =
+        run_command("script -qec " + shell_quoted(command + " --quiet") + " /dev/null");
+    EXPECT_EQ(quiet.output.find("\x1b[K"), std::string::npos) << quiet.output;
+  }
+}
+
 TEST_F(ReportStreams, BadPathsExitTwoBeforeAnyWork) {
   const fs::path fifo = dir_ / "fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
