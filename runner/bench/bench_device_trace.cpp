@@ -15,10 +15,11 @@ namespace {
 std::vector<calrt::TraceEvent> fold_layers(std::vector<calrt::TraceEvent> batch) {
   std::vector<calrt::TraceEvent> out;
   std::map<std::tuple<uint64_t, int, uint32_t, int>, size_t> slice_of;
-  std::map<size_t, uint64_t> folded;  // out index -> events folded into it
+  std::vector<uint64_t> folded;  // per event of `out`: how many were folded into it (0: none)
   for (calrt::TraceEvent& event : batch) {
     if (event.kind != calrt::TraceKind::compute && event.kind != calrt::TraceKind::d2d) {
       out.push_back(std::move(event));  // one per job already
+      folded.push_back(0);
       continue;
     }
     const auto key = std::make_tuple(event.job_serial, static_cast<int>(event.track), event.chip,
@@ -27,7 +28,7 @@ std::vector<calrt::TraceEvent> fold_layers(std::vector<calrt::TraceEvent> batch)
     if (inserted) {
       event.layer = -1;
       out.push_back(std::move(event));
-      folded[at->second] = 1;
+      folded.push_back(1);
       continue;
     }
     calrt::TraceEvent& slice = out[at->second];
@@ -37,7 +38,9 @@ std::vector<calrt::TraceEvent> fold_layers(std::vector<calrt::TraceEvent> batch)
     slice.flops += event.flops;
     ++folded[at->second];
   }
-  for (const auto& [index, count] : folded) {
+  for (size_t index = 0; index < out.size(); ++index) {
+    const uint64_t count = folded[index];
+    if (count == 0) continue;
     out[index].label = out[index].kind == calrt::TraceKind::compute
                            ? fmt::format("{} segments", count)
                            : fmt::format("x{}", count);

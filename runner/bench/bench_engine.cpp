@@ -327,13 +327,13 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
     // Greedy needs the ranking only: the BF16 row is read once and no FP32 row is written
     // (rank_row, the same token bit for bit as the argmax of the converted row).
     int32_t token = -1;
+    calrt::Mapping map;
     const HostSpan rank = host_.run(io.logits().bytes, [&] {
-      const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
+      map = output.map(io.logits_output, s_.timeout());
       token = rank_row(map.bytes(), io.logits(), 0, 0).argmax;
     });
     run.mode.host.push_back({"rank", rank.begin_ns, rank.end_ns, submission, run.key, q.index});
     // Bookkeeping of the bench itself, not charged: the row as the device stored it.
-    const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
     XXH3_state_t* hash = XXH3_createState();
     XXH3_64bits_reset(hash);
     visit_row_bytes(map.bytes(), io.logits(), 0, vocab, [&](std::span<const std::byte> bytes) {

@@ -178,13 +178,11 @@ calbin::Result<std::vector<float>> SafetensorsFile::read(const std::string& name
   for (size_t i = 0; i < count; ++i) {
     if (t.dtype == Dtype::f32) {
       std::memcpy(&values[i], bytes + 4 * i, 4);
-      continue;
+    } else {
+      uint16_t half = 0;
+      std::memcpy(&half, bytes + 2 * i, 2);
+      values[i] = t.dtype == Dtype::bf16 ? calbin::bf16_to_f32(half) : f16_to_f32(half);
     }
-    uint16_t half = 0;
-    std::memcpy(&half, bytes + 2 * i, 2);
-    values[i] = t.dtype == Dtype::bf16 ? calbin::bf16_to_f32(half) : f16_to_f32(half);
-  }
-  for (size_t i = 0; i < count; ++i) {
     if (!std::isfinite(values[i])) {
       return calbin::fail(path_.string(), name,
                           "element " + std::to_string(i) + " is " + std::to_string(values[i]));
