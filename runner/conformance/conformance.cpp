@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string_view>
@@ -42,6 +47,32 @@ const std::vector<Clause>& conformance_clauses() {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+// The suite's scratch directory: made by mkdtemp (mode 0700, a name no other local user can
+// guess or take first) and removed with everything in it when the suite ends.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "calrt-conformance-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("could not create a scratch directory like " + pattern + ": " +
+                               std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 // "KV" selects KV.1, KV.2, ...; "KV.1" selects KV.1 only, not KV.10.
 bool selects(const std::string& prefix, const std::string& id) {
   if (id.rfind(prefix, 0) != 0) {
@@ -65,10 +96,11 @@ bool selected(const ConformanceOptions& options, const std::string& id) {
 
 ChildVerdict run_clause_body(const calrt::Api& api, const DeviceSpec& spec,
                              const ConformanceOptions& options, const calbin::Manifest& manifest,
-                             CalrtGetApiFn* get_api, const Clause& clause) {
+                             CalrtGetApiFn* get_api, const fs::path& scratch,
+                             const Clause& clause) {
   using Kind = ChildVerdict::Kind;
   try {
-    ClauseContext context(api, spec, options, manifest, get_api);
+    ClauseContext context(api, spec, options, manifest, get_api, scratch);
     clause.check(context);
     return {Kind::pass, ""};
   } catch (const ClauseSkip& skip) {
@@ -171,6 +203,7 @@ std::vector<ClauseResult> run_conformance(
   const auto suite_deadline = options.suite_timeout.count() > 0
                                   ? Clock::now() + options.suite_timeout
                                   : Clock::time_point::max();
+  const ScratchDir scratch;
   std::vector<ClauseResult> results;
   // A runtime that cannot open a device (or load the calbin) fails every clause the same
   // way in its fixture. The first clause says so; the others are not checked, and say that
@@ -192,7 +225,9 @@ std::vector<ClauseResult> run_conformance(
                                   static_cast<double>(options.suite_timeout.count()) / 1000.0);
     } else {
       const ChildVerdict verdict = run_in_child(
-          [&] { return run_clause_body(api, spec, options, *manifest, get_api, clause); },
+          [&] {
+            return run_clause_body(api, spec, options, *manifest, get_api, scratch.path(), clause);
+          },
           std::min(options.clause_timeout, left));
       result.verdict = verdict_of(verdict.kind);
       result.reason = verdict.reason;

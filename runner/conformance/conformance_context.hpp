@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -62,18 +63,22 @@ class ClauseContext {
  public:
   ClauseContext(const calrt::Api& runtime, const DeviceSpec& device_spec,
                 const ConformanceOptions& run_options, const calbin::Manifest& host_manifest,
-                CalrtGetApiFn* entry_point)
+                CalrtGetApiFn* entry_point, const std::filesystem::path& scratch_dir)
       : api(runtime),
         spec(device_spec),
         options(run_options),
         manifest(host_manifest),
-        get_api(entry_point) {}
+        get_api(entry_point),
+        scratch(scratch_dir) {}
 
   const calrt::Api& api;
   const DeviceSpec& spec;
   const ConformanceOptions& options;
   const calbin::Manifest& manifest;  // the calbin as the host reads it
   CalrtGetApiFn* get_api;            // the backend's entry point; nullptr when unknown
+  // A private (0700) directory for the clause's files. The suite's process owns and removes
+  // it: a clause's process can be killed, or ended by the runtime, before its own cleanup.
+  const std::filesystem::path& scratch;
 
   // Reads code and message of `error` and destroys it.
   CallOutcome take(CalrtError* error) const;

@@ -1,8 +1,10 @@
 // CAL: calbin create and info. abi/CONFORMANCE.md#cal-calbin-create-and-info
 #include <fmt/format.h>
-#include <unistd.h>
+#include <stdlib.h>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -20,15 +22,18 @@ int abi_value(calbin::Dtype dtype) { return static_cast<int>(dtype) + 1; }
 int abi_value(calbin::ModelType type) { return static_cast<int>(type) + 1; }
 int abi_value(calbin::Layout::Kind kind) { return static_cast<int>(kind) + 1; }
 
-// A copy of the calbin in a fresh temporary directory, removed with this object.
+// A copy of the calbin in a fresh directory of the suite's scratch directory, removed with
+// this object (or with the scratch directory, when the clause's process dies first).
 class CalbinCopy {
  public:
-  explicit CalbinCopy(const fs::path& source, const std::string& tag) {
-    static int serial = 0;
-    dir_ = fs::temp_directory_path() /
-           fmt::format("calrt-conformance-{}-{}-{}", ::getpid(), tag, ++serial);
-    fs::remove_all(dir_);
-    fs::copy(source, dir_, fs::copy_options::recursive);
+  CalbinCopy(const ClauseContext& ctx, const std::string& tag) {
+    std::string pattern = (ctx.scratch / (tag + "-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw ClauseFailure("could not create a directory like " + pattern + " for a copy of " +
+                          "the calbin: " + std::strerror(errno));
+    }
+    dir_ = pattern;
+    fs::copy(ctx.options.calbin, dir_, fs::copy_options::recursive);
   }
   ~CalbinCopy() {
     std::error_code ignored;
@@ -76,14 +81,14 @@ void cal_missing(ClauseContext& ctx) {
 void cal_malformed(ClauseContext& ctx) {
   const calrt::Device device = ctx.open_device();
   {
-    const CalbinCopy copy(ctx.options.calbin, "manifest");
+    const CalbinCopy copy(ctx, "manifest");
     const fs::path manifest = copy.dir() / "manifest.json";
     fs::resize_file(manifest, fs::file_size(manifest) / 2);
     expect_calbin_invalid(ctx, device, copy.dir(), "manifest.json", "a truncated manifest.json");
   }
   require(!ctx.manifest.files.empty(), "the calbin lists no files to corrupt");
   const std::string victim = ctx.manifest.files.front().path;
-  const CalbinCopy copy(ctx.options.calbin, "hash");
+  const CalbinCopy copy(ctx, "hash");
   {
     std::fstream file(copy.dir() / victim, std::ios::in | std::ios::out | std::ios::binary);
     char byte = 0;

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,12 +23,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("calrt-conformance-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+fs::path scratch_dir() {
+  return fs::temp_directory_path() / ("calrt-conformance-cli-" + std::to_string(::getpid()));
 }
+
+fs::path scratch(const std::string& name) {
+  fs::create_directories(scratch_dir());
+  return scratch_dir() / name;
+}
+
+// The reports the tests write go when the tests end.
+class RemoveScratch : public testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(scratch_dir(), ignored);
+  }
+};
+[[maybe_unused]] testing::Environment* const remove_scratch =
+    testing::AddGlobalTestEnvironment(new RemoveScratch);
 
 // id -> "PASS"/"FAIL"/"SKIP" from the terminal lines, and the summary line.
 struct Terminal {
@@ -198,6 +212,26 @@ TEST(ConformanceCli, ARuntimeThatExitsFailsAndTheReportsAreWritten) {
   std::ifstream in(json);
   const nlohmann::json report = nlohmann::json::parse(in);
   EXPECT_EQ(report["clauses"].size(), terminal.verdicts.size());
+}
+
+// The copies of the calbin that CAL.2 corrupts live in one private directory of the suite,
+// which the suite removes even when the runtime ends a clause's process (here, on the bad
+// calbin it is handed) before the clause could clean up.
+TEST(ConformanceCli, NoFilesAreLeftWhenAClauseProcessDies) {
+  const fs::path tmp = scratch("tmpdir");
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const CalrtRun run = run_command("TMPDIR=" + quoted(tmp) + " '" + CALRT_EXE + "' " +
+                                   conformance_args(CALRT_EXITING_SO) + " --only CAL");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  const Terminal terminal = parse_terminal(run.output);
+  ASSERT_TRUE(terminal.verdicts.count("CAL.2")) << run.output;
+  EXPECT_EQ(terminal.verdicts.at("CAL.2"), "FAIL") << run.output;
+  std::vector<std::string> left;
+  for (const auto& entry : fs::recursive_directory_iterator(tmp)) {
+    left.push_back(entry.path().string());
+  }
+  EXPECT_TRUE(left.empty()) << "left behind: " << left.front();
 }
 
 TEST(ConformanceCli, BadTimeoutsAreBadInput) {
