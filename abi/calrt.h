@@ -426,7 +426,7 @@ typedef struct Calrt_Calbin_GetInfo_Args {
   uint32_t kv_heads;          /* out */
   uint32_t head_dim;          /* out */
   uint32_t prefill_chunk;     /* out: tokens per prefill submission */
-  CalrtDtype kv_dtype;        /* out */
+  CalrtDtype kv_dtype;        /* out: the K-cache's; the V-cache's is the manifest's v_dtype */
   uint32_t configured;        /* out: 1 after a successful Calbin_Configure */
 } Calrt_Calbin_GetInfo_Args;
 #define CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE \

@@ -30,7 +30,7 @@ import sys
 # simdev/device/base/numerics_mutant.hpp and the runner's --inject-runner-bug.
 DEVICE_MUTANTS = ["logits_scale", "q_norm_ignored", "k_norm_ignored", "rope_interleaved",
                   "rope_theta", "rms_eps", "kv_slot_off", "lm_head_swapped", "act_per_tensor",
-                  "attn_unscaled", "silu_as_relu", "kv_truncated", "gqa_mapping"]
+                  "attn_unscaled", "silu_as_relu", "kv_truncated", "gqa_mapping", "v_cache_bf16"]
 RUNNER_MUTANTS = ["runner:past-kv", "runner:position", "runner:stale-kv", "runner:tile16"]
 # Where the smoke must localise each mutant with its layer probes (the first point whose run
 # mean leaves the contract): the op each one changes first.
@@ -54,8 +54,13 @@ INVISIBLE = {
     "tiny-gqa": {},
 }
 # The test configs (tests/simdev/gen/configs) have a logits tile of 16 too.
-for name in ["qwen3-small", "llama-small", "qwen3-small-1chip", "qwen3-small-4chip"]:
+for name in ["qwen3-small", "llama-small", "qwen3-small-1chip", "qwen3-small-4chip",
+             "qwen3-small-s8v"]:
     INVISIBLE[name] = {"runner:tile16": "its logits tile is 16"}
+# v_cache_bf16 changes only an int8 V-cache.
+for name in INVISIBLE:
+    if not name.endswith("-s8v"):
+        INVISIBLE[name]["v_cache_bf16"] = "its V-cache is BF16 already"
 
 
 def seeds_of(text):

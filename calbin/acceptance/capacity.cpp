@@ -22,14 +22,17 @@ std::optional<uint64_t> add(uint64_t a, uint64_t b) {
   return out;
 }
 
-// Bytes of one K and one V element together, in eighths of a byte, so int4 stays exact.
-uint64_t kv_bits_per_element_pair(const KvGeometry& g) {
-  return dtype_bits(g.k_dtype) + dtype_bits(g.v_dtype);
+// Bits of one KV head at one position: head_dim K and V elements (in bits, so int4 stays
+// exact), plus an int8 V-cache's FP32 scale (calbin/FORMAT.md, v_dtype).
+std::optional<uint64_t> kv_bits_per_head_slot(const KvGeometry& g) {
+  const uint64_t scale_bits = g.v_dtype == Dtype::kInt8 ? 32 : 0;
+  const auto elements = mul(dtype_bits(g.k_dtype) + dtype_bits(g.v_dtype), g.head_dim);
+  return elements ? add(*elements, scale_bits) : std::nullopt;
 }
 
 std::optional<uint64_t> kv_for_heads(const KvGeometry& g, uint64_t heads) {
-  std::optional<uint64_t> bits = kv_bits_per_element_pair(g);
-  for (uint64_t factor : {g.layers, heads, g.head_dim, g.context, g.batch}) {
+  std::optional<uint64_t> bits = kv_bits_per_head_slot(g);
+  for (uint64_t factor : {g.layers, heads, g.context, g.batch}) {
     bits = bits ? mul(*bits, factor) : std::nullopt;
   }
   if (!bits) {

@@ -143,7 +143,7 @@ void print_s8_v(const calbin::CapacityPlan& plan, json& doc) {
                     : 0.0;
   std::printf(
       "with an S8 V-cache (K %s): total %.3f GiB, per chip %.3f GiB: %.1f%% saved "
-      "(only V shrinks)\n",
+      "(only V shrinks, and gains a scale per position and head)\n",
       std::string(calbin::to_string(s8.k_dtype)).c_str(), gib(kv->total), gib(kv->per_chip),
       saved * 100.0);
   doc["s8_v_cache"] = {

@@ -141,6 +141,8 @@ void hash_kv_store(StateHasher& h, const KvStore& store) {
     for (const LayerKv& layer : chip.layers) {
       h.array(layer.keys);
       h.array(layer.values);
+      h.array(layer.values_s8);
+      h.array(layer.value_scales);
     }
   }
 }

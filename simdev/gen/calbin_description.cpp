@@ -28,7 +28,7 @@ calbin::LlmInfo llm_info(const ModelConfig& c) {
   llm.rope_theta = c.rope_theta;
   llm.rms_eps = c.rms_eps;
   llm.k_dtype = calbin::Dtype::kBf16;
-  llm.v_dtype = calbin::Dtype::kBf16;
+  llm.v_dtype = c.v_cache;
   llm.partition = "tensor_parallel";
   llm.tokenizer_context = c.tokenizer_context;
   return llm;

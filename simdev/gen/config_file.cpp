@@ -231,6 +231,12 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
         return calbin::fail(path.string(), key, shown + " is not a positive integer");
       }
       *count->second = static_cast<uint32_t>(v);
+    } else if (key == "v_cache") {
+      const auto dtype = value.IsScalar() ? calbin::parse_dtype(value.Scalar()) : std::nullopt;
+      if (!dtype || (*dtype != calbin::Dtype::kBf16 && *dtype != calbin::Dtype::kInt8)) {
+        return calbin::fail(path.string(), key, shown + " is not bf16 or int8");
+      }
+      c.v_cache = *dtype;
     } else if (const auto real = reals.find(key); real != reals.end()) {
       double v = 0;
       if (!value.IsScalar() || !YAML::convert<double>::decode(value, v) || !(v > 0)) {
@@ -238,7 +244,7 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       }
       *real->second = v;
     } else {
-      std::string known = "name, hf_config";
+      std::string known = "name, hf_config, v_cache";
       for (const auto& [k, _] : counts) known += ", " + k;
       for (const auto& [k, _] : reals) known += ", " + k;
       return calbin::fail(path.string(), key, "unknown key (known: " + known + ")");

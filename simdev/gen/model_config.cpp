@@ -34,6 +34,8 @@ calbin::Result<void> check_config(const ModelConfig& c) {
        "RoPE needs an even head_dim, got " + std::to_string(c.head_dim)},
       {c.logits_tile_d0 > 0, "logits_tile_d0", "the logits tile must be non-zero"},
       {c.prefill_chunk <= c.context, "prefill_chunk", "the prefill chunk exceeds the context"},
+      {c.v_cache == calbin::Dtype::kBf16 || c.v_cache == calbin::Dtype::kInt8, "v_cache",
+       std::string(calbin::to_string(c.v_cache)) + ": the V-cache holds bf16 or int8"},
       {(c.experts == 0) == (c.active_experts == 0) && c.active_experts <= c.experts,
        "active_experts",
        std::to_string(c.active_experts) + " active of " + std::to_string(c.experts) +

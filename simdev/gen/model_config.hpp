@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "calbin/manifest.hpp"
 #include "calbin/result.hpp"
 
 namespace simdev::gen {
@@ -33,6 +34,9 @@ struct ModelConfig {
   double rope_theta = 1e6;
   double rms_eps = 1e-6;
   bool tied_embeddings = false;  // lm_head is the embedding (tie_word_embeddings)
+  // The V-cache's element type: bf16, or int8 with one FP32 scale per slot and KV head (the
+  // reference's S8 V-cache option; calbin/MODEL.md, "The device contract"). K stays BF16.
+  calbin::Dtype v_cache = calbin::Dtype::kBf16;
 };
 
 // Checks what the generator and MODEL.md rely on: non-zero sizes, every split dimension

@@ -25,11 +25,12 @@ enum class NumericsMutant : uint8_t {
   attn_unscaled,     // attention scores not divided by sqrt(head_dim)
   kv_truncated,      // the BF16 KV cache rounded by truncation instead of to nearest even
   silu_as_relu,      // the MLP's SiLU computed as ReLU
+  v_cache_bf16,      // an int8 V-cache kept in BF16 (the calbin's v_dtype ignored)
 };
 
-inline constexpr std::array<std::string_view, 14> kNumericsMutantNames = {
+inline constexpr std::array<std::string_view, 15> kNumericsMutantNames = {
     "none",           "logits_scale",  "q_norm_ignored", "k_norm_ignored", "rope_interleaved",
     "rope_theta",     "rms_eps",       "gqa_mapping",    "kv_slot_off",    "lm_head_swapped",
-    "act_per_tensor", "attn_unscaled", "kv_truncated",   "silu_as_relu"};
+    "act_per_tensor", "attn_unscaled", "kv_truncated",   "silu_as_relu",   "v_cache_bf16"};
 
 }  // namespace simdev

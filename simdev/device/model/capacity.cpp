@@ -59,11 +59,14 @@ Expected<KvGeometry> kv_geometry(const calbin::Manifest& manifest) {
                                           " does not split over " + std::to_string(manifest.chips) +
                                           " chips");
   }
-  const uint64_t elem_bits = calbin::dtype_bits(llm.k_dtype) + calbin::dtype_bits(llm.v_dtype);
+  // One KV head at one position: its K and V elements, and an int8 V-cache's FP32 scale.
+  const uint64_t head_bits =
+      (calbin::dtype_bits(llm.k_dtype) + calbin::dtype_bits(llm.v_dtype)) * llm.head_dim +
+      (llm.v_dtype == calbin::Dtype::kInt8 ? 32 : 0);
   KvGeometry kv;
   kv.total_tokens = uint64_t{llm.batch} * llm.context;
   kv.bytes_per_token_per_chip =
-      uint64_t{llm.layers} * (llm.kv_heads / manifest.chips) * llm.head_dim * elem_bits / 8;
+      uint64_t{llm.layers} * (llm.kv_heads / manifest.chips) * head_bits / 8;
   return kv;
 }
 

@@ -62,9 +62,20 @@ void Chiplet::store_kv(size_t layer, const StepRows& step) {
       float* key = &s_.k[(r * heads + h) * dim];
       norm_and_rope(key, w.k_norm, mutant_ == NumericsMutant::k_norm_ignored, step.positions[r]);
       const float* value = &s_.v[(r * heads + h) * dim];
+      const size_t at = slot_base + h * dim;
       for (size_t d = 0; d < dim; ++d) {
-        cache.keys[slot_base + h * dim + d] = to_bf16(key[d]);
-        cache.values[slot_base + h * dim + d] = to_bf16(value[d]);
+        cache.keys[at + d] = to_bf16(key[d]);
+      }
+      if (!v_int8()) {
+        // Sized by the store unless the v_cache_bf16 mutant overrides an int8 calbin's cache.
+        if (cache.values.size() < cache.keys.size()) cache.values.resize(cache.keys.size());
+        for (size_t d = 0; d < dim; ++d) {
+          cache.values[at + d] = to_bf16(value[d]);
+        }
+      } else {
+        // Like an activation row: one symmetric scale per head and slot (MODEL.md).
+        kernels::quantize_rows(value, 1, dim, &cache.values_s8[at],
+                               &cache.value_scales[slot * heads + h]);
       }
     }
   }
@@ -78,12 +89,23 @@ void Chiplet::stage_kv(size_t layer, size_t slot_count) {
   const LayerKv& cache = kv_.layers[layer];
   s_.k_staged.resize(heads * dim * slot_count);
   s_.v_staged.resize(heads * slot_count * dim);
+  const bool v_s8 = v_int8();
   for (size_t s = 0; s < slot_count; ++s) {
     for (size_t h = 0; h < heads; ++h) {
       const size_t at = s * kv_.slot_stride + h * dim;
+      float* v = &s_.v_staged[(h * slot_count + s) * dim];
       for (size_t d = 0; d < dim; ++d) {
         s_.k_staged[(h * dim + d) * slot_count + s] = calbin::bf16_to_f32(cache.keys[at + d]);
-        s_.v_staged[(h * slot_count + s) * dim + d] = calbin::bf16_to_f32(cache.values[at + d]);
+      }
+      if (v_s8) {
+        const float scale = cache.value_scales[s * heads + h];
+        for (size_t d = 0; d < dim; ++d) {
+          v[d] = static_cast<float>(cache.values_s8[at + d]) * scale;
+        }
+      } else {
+        for (size_t d = 0; d < dim; ++d) {
+          v[d] = calbin::bf16_to_f32(cache.values[at + d]);
+        }
       }
     }
   }

@@ -1,6 +1,8 @@
-// The contents of one KV handle: per chip, per layer, the BF16 keys and values of the chip's
-// KV heads, laid out [slot][kv_head_local][head_dim]. Host memory grows with the highest slot
-// written, so thousands of mostly empty handles stay cheap; slots never written read as 0.
+// The contents of one KV handle: per chip, per layer, the BF16 keys and the values of the
+// chip's KV heads, laid out [slot][kv_head_local][head_dim]. Values are BF16, or int8 with
+// one FP32 scale per [slot][kv_head_local] when the calbin's v_dtype is int8. Host memory
+// grows with the highest slot written, so thousands of mostly empty handles stay cheap;
+// slots never written read as 0.
 #pragma once
 
 #include <cstdint>
@@ -14,13 +16,17 @@ namespace simdev {
 
 struct LayerKv {
   std::vector<uint16_t> keys;
-  std::vector<uint16_t> values;
+  std::vector<uint16_t> values;     // BF16 V-cache
+  std::vector<int8_t> values_s8;    // int8 V-cache
+  std::vector<float> value_scales;  // int8 V-cache: [slot][kv_head_local]
 };
 
 struct ChipKv {
   std::vector<LayerKv> layers;
   size_t slot_stride = 0;  // kv_heads_local * head_dim elements per slot
+  size_t heads = 0;        // kv_heads_local
   size_t slots = 0;        // slots backed by memory
+  bool v_int8 = false;
 };
 
 class KvStore {

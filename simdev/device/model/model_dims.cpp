@@ -27,6 +27,7 @@ Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
   dims.chips = manifest.chips;
   dims.rms_eps = static_cast<float>(llm.rms_eps);
   dims.rope_theta = llm.rope_theta;
+  dims.v_int8 = llm.v_dtype == calbin::Dtype::kInt8;
   const std::string n = std::to_string(dims.chips);
   Status checks[] = {
       require(dims.chips >= 1, "chips = 0"),
@@ -41,6 +42,14 @@ Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
               "ffn = " + std::to_string(dims.ffn) + " is not a multiple of chips = " + n),
       require(dims.vocab % dims.chips == 0,
               "vocab = " + std::to_string(dims.vocab) + " is not a multiple of chips = " + n),
+      // Running a cache of another element type as BF16 would pass off other numerics as
+      // the calbin's.
+      require(llm.k_dtype == calbin::Dtype::kBf16,
+              "k_dtype = " + std::string(calbin::to_string(llm.k_dtype)) +
+                  " is not supported (the K-cache is bf16)"),
+      require(llm.v_dtype == calbin::Dtype::kBf16 || dims.v_int8,
+              "v_dtype = " + std::string(calbin::to_string(llm.v_dtype)) +
+                  " is not supported (the V-cache is bf16 or int8)"),
       require(dims.head_dim % 2 == 0,
               "head_dim = " + std::to_string(dims.head_dim) + " is odd (RoPE needs pairs)"),
   };

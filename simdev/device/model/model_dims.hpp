@@ -20,6 +20,8 @@ struct ModelDims {
   size_t chips = 1;
   float rms_eps = 1e-6f;
   double rope_theta = 10000.0;
+  // V-cache in int8 with one FP32 scale per (slot, KV head) (calbin/MODEL.md); else BF16.
+  bool v_int8 = false;
 
   // Per chip: the heads, FFN columns and vocabulary rows one chip holds.
   size_t q_heads_local() const { return q_heads / chips; }

@@ -190,6 +190,16 @@ std::vector<float> bf16_rounded(std::span<const float> values) {
   return out;
 }
 
+// An int8 V-cache entry as attention reads it back: one head's values quantised like an
+// activation row, then float(q) * s.
+std::vector<float> s8_rounded(std::span<const float> values) {
+  std::vector<int8_t> q;
+  const float scale = quantise(values, q);
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * scale;
+  return out;
+}
+
 // One token through one layer; its K and V go to `slot` of `kv` (the layer's KV heads).
 // `probes`, when given, receives x after the attention and after the MLP.
 void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position, size_t slot,
@@ -203,8 +213,9 @@ void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position,
   norm_and_rotate(q, w.q_norm, position, c);
   norm_and_rotate(k, w.k_norm, position, c);
   for (size_t g = 0; g < c.kv_heads; ++g) {
+    const std::span<const float> value = std::span(v).subspan(g * d, d);
     kv[g].store(slot, bf16_rounded(std::span(k).subspan(g * d, d)),
-                bf16_rounded(std::span(v).subspan(g * d, d)));
+                c.v_cache == calbin::Dtype::kInt8 ? s8_rounded(value) : bf16_rounded(value));
   }
   std::vector<float> attended(q.size());
   const size_t group = c.q_heads / c.kv_heads;

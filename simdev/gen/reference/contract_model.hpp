@@ -1,7 +1,8 @@
 // The device-contract reference: the logits a device must produce under calbin/MODEL.md's
 // declared numerics ("The device contract"), not the FP32 model's. Each chip quantises its
 // own input of every int8 matmul per token, products accumulate in int32, the KV cache holds
-// BF16, partial sums meet in an FP32 all-reduce in chip order, and the logits are BF16.
+// BF16 (or int8 V with a scale per slot and head), partial sums meet in an FP32 all-reduce in chip
+// order, and the logits are BF16.
 //
 // Against it the device's logits must agree to a few BF16 ULPs, so an error far smaller
 // than the quantisation's own noise shows. It reads the weights from the calbin's files and
@@ -50,7 +51,7 @@ class Session {
  private:
   std::shared_ptr<const Prepared> prepared_;
   std::vector<float> probes_;
-  std::vector<ref::KvHead> kv_;  // [layer * kv_heads + head], values already rounded to BF16
+  std::vector<ref::KvHead> kv_;  // [layer * kv_heads + head], values already rounded as stored
   size_t kv_length_ = 0;
 };
 

@@ -16,6 +16,9 @@ ChipShape chip_shape(const ModelConfig& c, calbin::ModelType type) {
   s.vocab = c.vocab / c.chips;
   s.experts = c.experts;
   s.active_experts = c.active_experts;
+  s.kv_head_slot_bytes = c.v_cache == calbin::Dtype::kInt8
+                             ? c.head_dim * (kActBytes + 1) + kF32Bytes
+                             : c.head_dim * 2 * kActBytes;
   return s;
 }
 
@@ -56,7 +59,7 @@ calbin::Op rope(std::string name, int layer, const ChipShape& s) {
 }
 
 calbin::Op flash_attention(std::string name, int layer, const ChipShape& s) {
-  const uint64_t kv_bytes = 2 * s.kv_heads * s.head_dim * s.kv_slots * kActBytes;
+  const uint64_t kv_bytes = s.kv_heads * s.kv_slots * s.kv_head_slot_bytes;
   const uint64_t q_o_bytes = 2 * s.tokens * s.q_heads * s.head_dim * kActBytes;
   calbin::Op made =
       op("flash_attention", std::move(name), layer, dims({s.tokens, s.q_heads, s.head_dim}),

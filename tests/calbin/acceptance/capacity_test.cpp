@@ -28,8 +28,10 @@ TEST(Capacity, S8VCacheSavesAQuarterNotAHalf) {
   g.v_dtype = Dtype::kInt8;
   const auto kv = kv_bytes(g);
   ASSERT_TRUE(kv);
-  // K stays 2 bytes, V becomes 1: 3/4 of the BF16 figure.
-  EXPECT_EQ(kv->total, uint64_t{4026531840} / 4 * 3);
+  // K stays 2 bytes, V becomes 1, and each head at each position carries a 4-byte FP32 scale:
+  // 48 * 4 * 40960 * (128 * 3 + 4) = 3051356160, just over 3/4 of the BF16 figure.
+  EXPECT_EQ(kv->total, uint64_t{3051356160});
+  EXPECT_EQ(kv->per_token_per_chip, uint64_t{48 * 2 * (128 * 3 + 4)});
 }
 
 TEST(Capacity, OddHeadCountReplicatesTheRemainder) {

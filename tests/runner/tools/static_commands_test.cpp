@@ -191,8 +191,9 @@ TEST_F(StaticCommands, PlanReproducesTheReferenceKvFigures) {
   EXPECT_EQ(doc["kv"]["per_chip_bytes"].get<uint64_t>(), kKvTotal / kChips);
   EXPECT_DOUBLE_EQ(doc["kv"]["total_gib"].get<double>(), 3.75);
   EXPECT_DOUBLE_EQ(doc["kv"]["per_chip_gib"].get<double>(), 1.875);
-  // An S8 V-cache keeps K at 2 bytes and halves V only: 3/4 of the total.
-  EXPECT_EQ(doc["s8_v_cache"]["total_bytes"].get<uint64_t>(), kKvTotal / 4 * 3);
+  // An S8 V-cache keeps K at 2 bytes and halves V only, adding a 4-byte scale per head and
+  // position: 48 layers * 4 heads * 40960 positions * (128 * 3 + 4) bytes.
+  EXPECT_EQ(doc["s8_v_cache"]["total_bytes"].get<uint64_t>(), uint64_t{48} * 4 * 40960 * 388);
   EXPECT_TRUE(doc["fits"].get<bool>());
   EXPECT_NE(run.output.find("3.750 GiB"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("1.875 GiB"), std::string::npos) << run.output;

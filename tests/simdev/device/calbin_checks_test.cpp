@@ -137,6 +137,26 @@ TEST(CalbinChecks, AliasingPingAndPongAreRefusedAtCreate) {
                       {"ping", "pong", "alias"});
 }
 
+// A KV-cache type the device does not implement is refused, naming the field and the type;
+// run as BF16, it would pass other numerics off as the calbin's.
+void expect_kv_type_refused(const char* name, void (*edit)(calbin::Manifest&),
+                            const std::string& mentions) {
+  Loaded loaded = load(edited_copy(name, edit));
+  const ApiError& refusal = loaded.create.code != CALRT_OK ? loaded.create : loaded.configure;
+  EXPECT_EQ(refusal.code, CALRT_CALBIN_INVALID) << name << ": " << refusal.message;
+  EXPECT_NE(refusal.message.find(mentions), std::string::npos) << refusal.message;
+  close(loaded);
+}
+
+TEST(CalbinChecks, KvCacheTypesTheDeviceLacksAreRefused) {
+  expect_kv_type_refused(
+      "k-int8", [](calbin::Manifest& m) { m.llm.k_dtype = calbin::Dtype::kInt8; },
+      "k_dtype = int8 is not supported");
+  expect_kv_type_refused(
+      "v-int4", [](calbin::Manifest& m) { m.llm.v_dtype = calbin::Dtype::kInt4; },
+      "v_dtype = int4 is not supported");
+}
+
 TEST(CalbinChecks, TheUneditedCopyLoads) {
   // The positive control for the three above: the same copy and load path, no edit.
   Loaded loaded = load(edited_copy("unedited", [](calbin::Manifest&) {}));

@@ -87,6 +87,8 @@ TEST(ConfigFile, ProjectYamlOverridesItsHuggingFaceBase) {
   EXPECT_EQ(c.hidden, 96u) << "from hf_config";
   EXPECT_EQ(c.prefill_model, "qwen3_small_1chip_prefill_c128");
   EXPECT_EQ(read_ok(kConfigs / "qwen3-small-4chip.yaml").chips, 4u);
+  EXPECT_EQ(read_ok(kConfigs / "qwen3-small-1chip.yaml").v_cache, calbin::Dtype::kBf16);
+  EXPECT_EQ(read_ok(kConfigs / "qwen3-small-s8v.yaml").v_cache, calbin::Dtype::kInt8);
 }
 
 class ConfigErrors : public ::testing::Test {
@@ -161,6 +163,9 @@ TEST_F(ConfigErrors, ProjectYamlKeys) {
   expect_error(write("c.yaml", "name: '--'\n"), "name", "'--' has no letter or digit");
   expect_error(write("d.yaml", "name: d\nlayers: two\n"), "layers", "'two' is not a positive");
   expect_error(write("e.yaml", "name: e\nrms_eps: 0\n"), "rms_eps", "'0' is not a positive");
+  expect_error(write("v.yaml", "name: v\nv_cache: int4\n"), "v_cache",
+               "'int4' is not bf16 or int8");
+  expect_error(write("w.yaml", "name: w\nv_cache: [int8]\n"), "v_cache", "not bf16 or int8");
   {
     // The base's own error names the base.
     auto missing = read_model_config(write("f.yaml", "name: f\nhf_config: nowhere/config.json\n"));
