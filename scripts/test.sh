@@ -22,6 +22,15 @@ phase "setup" scripts/setup.sh
 phase "format check" scripts/check-format.sh
 
 ctest_args=(--output-on-failure --no-tests=error --parallel "$(nproc)")
+# The tests write their scratch files into a directory of their own, removed at the end,
+# never straight into a shared /tmp, where another local user could take a test's file name
+# first. Mode 0711: nobody else can create or list entries in it; the service tests' other
+# uids can still reach the sockets they are meant to be refused or welcomed at.
+# (GoogleTest's testing::TempDir() follows TMPDIR too.)
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/calrt-tests.XXXXXX")
+chmod 0711 "$scratch"
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch
 case "$mode" in
   normal)
     phase "build (clang)" scripts/build.sh "${test_build[@]}"
