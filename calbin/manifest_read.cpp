@@ -2,6 +2,9 @@
 // with shapes, bounded counts). Semantic acceptance is the runner's `check`, which needs this
 // reader to load even implausible manifests, so nothing here judges units or addresses.
 #include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <utility>
 
@@ -257,13 +260,71 @@ Result<Manifest> parse_manifest(std::string_view json_text, std::string_view fil
   }
 }
 
+namespace {
+
+// The last few manifests this process parsed, by their exact text. A runner and the runtime
+// it loads in process both read the calbin's manifest, and a daemon reads it for every
+// client: a timing-only reference manifest is 2 MB of JSON, about 45 ms of parsing each
+// time, much of a short bench's start-up. A hit needs the same bytes (compared in full, not
+// by a hash someone could collide), so the result is the parse's own. Failures are not kept.
+class ParsedManifests {
+ public:
+  std::optional<Manifest> find(const std::string& text) {
+    std::lock_guard lock(mutex_);
+    for (const Entry& entry : entries_) {
+      if (*entry.text == text) {
+        return *entry.manifest;
+      }
+    }
+    return std::nullopt;
+  }
+  void keep(std::string text, const Manifest& manifest) {
+    if (text.size() > kMaxKeptBytes) {
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    bytes_ += text.size();
+    entries_.push_front({std::make_shared<const std::string>(std::move(text)),
+                         std::make_shared<const Manifest>(manifest)});
+    while (entries_.size() > kMaxEntries || bytes_ > kMaxKeptBytes) {
+      bytes_ -= entries_.back().text->size();
+      entries_.pop_back();
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 2;
+  static constexpr size_t kMaxKeptBytes = size_t{8} << 20;
+  struct Entry {
+    std::shared_ptr<const std::string> text;
+    std::shared_ptr<const Manifest> manifest;
+  };
+  std::mutex mutex_;
+  std::deque<Entry> entries_;
+  size_t bytes_ = 0;
+};
+
+ParsedManifests& parsed_manifests() {
+  static ParsedManifests* const parsed = new ParsedManifests;  // never destroyed: no exit order
+  return *parsed;
+}
+
+}  // namespace
+
 Result<Manifest> read_manifest(const std::filesystem::path& calbin_dir) {
   const std::filesystem::path path = calbin_dir / kManifestFileName;
   Result<std::string> text = detail::read_file_bounded(path, kMaxManifestBytes);
   if (!text) {
     return tl::unexpected(text.error());
   }
-  return parse_manifest(*text, path.string());
+  if (std::optional<Manifest> known = parsed_manifests().find(*text)) {
+    return std::move(*known);
+  }
+  Result<Manifest> manifest = parse_manifest(*text, path.string());
+  if (manifest) {
+    parsed_manifests().keep(std::move(*text), *manifest);
+  }
+  return manifest;
 }
 
 }  // namespace calbin

@@ -1,6 +1,8 @@
 // Writing a manifest and reading it back gives the same manifest.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "test_util.hpp"
 
 namespace calbin {
@@ -16,6 +18,31 @@ TEST(ManifestRoundTrip, WriteThenReadGivesTheSameManifest) {
   const Result<Manifest> read = read_manifest(dir.path());
   ASSERT_TRUE(read) << read.error().to_string();
   EXPECT_EQ(to_json(*read), to_json(original));
+}
+
+// read_manifest keeps the last manifests it parsed by their text: reading one again gives
+// the same manifest, and a changed file, even of the same size, is parsed anew.
+TEST(ManifestRoundTrip, ReadingAgainNeverGivesAStaleManifest) {
+  TempDir dir;
+  Manifest original = sample_manifest();
+  original.calbin_version = "v-aaaa";
+  ASSERT_TRUE(write_manifest(dir.path(), original));
+  const Result<Manifest> first = read_manifest(dir.path());
+  const Result<Manifest> again = read_manifest(dir.path());
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(to_json(*again), to_json(original));
+
+  Manifest changed = original;
+  changed.calbin_version = "v-bbbb";  // the same length: the same file size
+  ASSERT_TRUE(write_manifest(dir.path(), changed));
+  const Result<Manifest> after = read_manifest(dir.path());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->calbin_version, "v-bbbb");
+  EXPECT_EQ(to_json(*after), to_json(changed));
+
+  // A file that no longer parses fails, however recently a good one was read.
+  std::ofstream(dir / "manifest.json") << to_json(changed).substr(0, 100);
+  EXPECT_FALSE(read_manifest(dir.path()));
 }
 
 TEST(ManifestRoundTrip, FieldsSurviveIndividually) {
