@@ -104,6 +104,9 @@ Status Device::load_weights(CalbinImage& image) {
   if (!dims) {
     return tl::unexpected(dims.error());
   }
+  if (config_.numerics_mutant == NumericsMutant::v_cache_bf16) {
+    dims->v_int8 = false;  // the mutant keeps the declared int8 V-cache in BF16
+  }
   std::vector<ChipWeights> weights;
   for (uint32_t c = 0; c < image.manifest.chips; ++c) {
     auto chip = load_chip_weights(image.dir, image.manifest, *dims, c);

@@ -66,9 +66,7 @@ void Chiplet::store_kv(size_t layer, const StepRows& step) {
       for (size_t d = 0; d < dim; ++d) {
         cache.keys[at + d] = to_bf16(key[d]);
       }
-      if (!v_int8()) {
-        // Sized by the store unless the v_cache_bf16 mutant overrides an int8 calbin's cache.
-        if (cache.values.size() < cache.keys.size()) cache.values.resize(cache.keys.size());
+      if (!kv_.v_int8) {
         for (size_t d = 0; d < dim; ++d) {
           cache.values[at + d] = to_bf16(value[d]);
         }
@@ -89,7 +87,6 @@ void Chiplet::stage_kv(size_t layer, size_t slot_count) {
   const LayerKv& cache = kv_.layers[layer];
   s_.k_staged.resize(heads * dim * slot_count);
   s_.v_staged.resize(heads * slot_count * dim);
-  const bool v_s8 = v_int8();
   for (size_t s = 0; s < slot_count; ++s) {
     for (size_t h = 0; h < heads; ++h) {
       const size_t at = s * kv_.slot_stride + h * dim;
@@ -97,7 +94,7 @@ void Chiplet::stage_kv(size_t layer, size_t slot_count) {
       for (size_t d = 0; d < dim; ++d) {
         s_.k_staged[(h * dim + d) * slot_count + s] = calbin::bf16_to_f32(cache.keys[at + d]);
       }
-      if (v_s8) {
+      if (kv_.v_int8) {
         const float scale = cache.value_scales[s * heads + h];
         for (size_t d = 0; d < dim; ++d) {
           v[d] = static_cast<float>(cache.values_s8[at + d]) * scale;

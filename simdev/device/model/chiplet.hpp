@@ -49,7 +49,6 @@ class Chiplet {
   float eps() const {
     return mutant_ == NumericsMutant::rms_eps ? dims_.rms_eps * 1e4f : dims_.rms_eps;
   }
-  bool v_int8() const { return kv_.v_int8 && mutant_ != NumericsMutant::v_cache_bf16; }
   // q and k after their head norm and RoPE.
   void norm_and_rope(float* head, const std::vector<float>& norm, bool ignore_norm,
                      int32_t position);

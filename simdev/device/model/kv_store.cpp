@@ -1,5 +1,8 @@
 #include "simdev/device/model/kv_store.hpp"
 
+#include <type_traits>
+#include <utility>
+
 #include "simdev/device/base/random_stream.hpp"
 
 namespace simdev {
@@ -49,20 +52,25 @@ std::optional<std::string> KvStore::flip_bit(size_t chip, uint64_t draw) {
   const size_t layer = pick.below(kv.layers.size());
   const bool keys = pick.below(2) == 0;
   LayerKv& cache = kv.layers[layer];
-  // The stored bits of the half drawn: BF16 keys, and BF16 or int8 values.
-  auto* bytes = keys || !kv.v_int8
-                    ? reinterpret_cast<uint8_t*>(keys ? cache.keys.data() : cache.values.data())
-                    : reinterpret_cast<uint8_t*>(cache.values_s8.data());
-  const size_t element_bytes = keys || !kv.v_int8 ? 2 : 1;
-  const size_t elements = keys        ? cache.keys.size()
-                          : kv.v_int8 ? cache.values_s8.size()
-                                      : cache.values.size();
-  if (elements == 0) {
+  // Flips a bit of one stored element of the half drawn: BF16 keys, BF16 or int8 values.
+  auto flip = [&](auto& stored) -> std::optional<std::pair<size_t, uint32_t>> {
+    if (stored.empty()) {
+      return std::nullopt;
+    }
+    using Stored = typename std::remove_reference_t<decltype(stored)>::value_type;
+    using Bits = std::make_unsigned_t<Stored>;
+    const size_t element = pick.below(stored.size());
+    const auto bit = static_cast<uint32_t>(pick.below(8 * sizeof(Stored)));
+    stored[element] = static_cast<Stored>(static_cast<Bits>(stored[element]) ^ (1u << bit));
+    return std::pair{element, bit};
+  };
+  const auto flipped = keys        ? flip(cache.keys)
+                       : kv.v_int8 ? flip(cache.values_s8)
+                                   : flip(cache.values);
+  if (!flipped) {
     return std::nullopt;
   }
-  const size_t element = pick.below(elements);
-  const auto bit = static_cast<uint32_t>(pick.below(8 * element_bytes));
-  bytes[element * element_bytes + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+  const auto [element, bit] = *flipped;
   return "layer " + std::to_string(layer) + (keys ? " keys" : " values") + " element " +
          std::to_string(element) + " bit " + std::to_string(bit);
 }
