@@ -77,6 +77,11 @@ std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
 std::optional<Dtype> parse_dtype(std::string_view text) { return lookup(kDtypes, text); }
 std::string_view to_string(Dtype dtype) { return name_of(kDtypes, dtype); }
 
+uint64_t kv_head_slot_bits(Dtype k_dtype, Dtype v_dtype, uint32_t head_dim) {
+  const uint64_t scale_bits = v_dtype == Dtype::kInt8 ? 32 : 0;
+  return uint64_t{dtype_bits(k_dtype) + dtype_bits(v_dtype)} * head_dim + scale_bits;
+}
+
 uint32_t dtype_bits(Dtype dtype) {
   switch (dtype) {
     case Dtype::kInt4:

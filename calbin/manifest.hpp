@@ -29,6 +29,9 @@ std::optional<Dtype> parse_dtype(std::string_view text);
 std::string_view to_string(Dtype dtype);
 // Bits per element (4 for int4), so byte sizes are computed as ceil(elements * bits / 8).
 uint32_t dtype_bits(Dtype dtype);
+// Bits of one KV head's cache at one position: head_dim K and V elements, plus the FP32
+// scale an int8 V-cache keeps per position and head (MODEL.md, "KV cache"). Below 2^40.
+uint64_t kv_head_slot_bits(Dtype k_dtype, Dtype v_dtype, uint32_t head_dim);
 
 enum class ModelType { kPrefill, kDecode, kKvUpdate };
 std::optional<ModelType> parse_model_type(std::string_view text);

@@ -3,7 +3,6 @@
 // reader to load even implausible manifests, so nothing here judges units or addresses.
 #include <algorithm>
 #include <deque>
-#include <memory>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -272,8 +271,8 @@ class ParsedManifests {
   std::optional<Manifest> find(const std::string& text) {
     std::lock_guard lock(mutex_);
     for (const Entry& entry : entries_) {
-      if (*entry.text == text) {
-        return *entry.manifest;
+      if (entry.text == text) {
+        return entry.manifest;
       }
     }
     return std::nullopt;
@@ -284,10 +283,9 @@ class ParsedManifests {
     }
     std::lock_guard lock(mutex_);
     bytes_ += text.size();
-    entries_.push_front({std::make_shared<const std::string>(std::move(text)),
-                         std::make_shared<const Manifest>(manifest)});
+    entries_.push_front({std::move(text), manifest});
     while (entries_.size() > kMaxEntries || bytes_ > kMaxKeptBytes) {
-      bytes_ -= entries_.back().text->size();
+      bytes_ -= entries_.back().text.size();
       entries_.pop_back();
     }
   }
@@ -296,8 +294,8 @@ class ParsedManifests {
   static constexpr size_t kMaxEntries = 2;
   static constexpr size_t kMaxKeptBytes = size_t{8} << 20;
   struct Entry {
-    std::shared_ptr<const std::string> text;
-    std::shared_ptr<const Manifest> manifest;
+    std::string text;
+    Manifest manifest;
   };
   std::mutex mutex_;
   std::deque<Entry> entries_;

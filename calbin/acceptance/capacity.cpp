@@ -22,16 +22,13 @@ std::optional<uint64_t> add(uint64_t a, uint64_t b) {
   return out;
 }
 
-// Bits of one KV head at one position: head_dim K and V elements (in bits, so int4 stays
-// exact), plus an int8 V-cache's FP32 scale (calbin/FORMAT.md, v_dtype).
-std::optional<uint64_t> kv_bits_per_head_slot(const KvGeometry& g) {
-  const uint64_t scale_bits = g.v_dtype == Dtype::kInt8 ? 32 : 0;
-  const auto elements = mul(dtype_bits(g.k_dtype) + dtype_bits(g.v_dtype), g.head_dim);
-  return elements ? add(*elements, scale_bits) : std::nullopt;
-}
-
+// In bits until the end, so int4 stays exact.
 std::optional<uint64_t> kv_for_heads(const KvGeometry& g, uint64_t heads) {
-  std::optional<uint64_t> bits = kv_bits_per_head_slot(g);
+  if (g.head_dim > std::numeric_limits<uint32_t>::max()) {
+    return std::nullopt;
+  }
+  std::optional<uint64_t> bits =
+      kv_head_slot_bits(g.k_dtype, g.v_dtype, static_cast<uint32_t>(g.head_dim));
   for (uint64_t factor : {g.layers, heads, g.context, g.batch}) {
     bits = bits ? mul(*bits, factor) : std::nullopt;
   }

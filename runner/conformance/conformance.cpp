@@ -2,19 +2,18 @@
 
 #include <fmt/format.h>
 
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
 #include "runner/conformance/clause_process.hpp"
 #include "runner/conformance/clauses/clauses.hpp"
+#include "runner/conformance/scratch_dir.hpp"
 
 namespace runner {
 
@@ -48,30 +47,6 @@ const std::vector<Clause>& conformance_clauses() {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The suite's scratch directory: made by mkdtemp (mode 0700, a name no other local user can
-// guess or take first) and removed with everything in it when the suite ends.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "calrt-conformance-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("could not create a scratch directory like " + pattern + ": " +
-                               std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // "KV" selects KV.1, KV.2, ...; "KV.1" selects KV.1 only, not KV.10.
 bool selects(const std::string& prefix, const std::string& id) {
@@ -203,7 +178,16 @@ std::vector<ClauseResult> run_conformance(
   const auto suite_deadline = options.suite_timeout.count() > 0
                                   ? Clock::now() + options.suite_timeout
                                   : Clock::time_point::max();
-  const ScratchDir scratch;
+  // The clauses' files; removed here even when a clause's process dies first. A temporary
+  // directory that cannot hold them is the caller's environment: bad input.
+  std::optional<ScratchDir> scratch;
+  try {
+    scratch.emplace(fs::temp_directory_path(), "calrt-conformance");
+  } catch (const std::exception& error) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    throw std::invalid_argument(std::string("no scratch directory for the clauses (TMPDIR=") +
+                                (tmpdir != nullptr ? tmpdir : "") + "): " + error.what());
+  }
   std::vector<ClauseResult> results;
   // A runtime that cannot open a device (or load the calbin) fails every clause the same
   // way in its fixture. The first clause says so; the others are not checked, and say that
@@ -226,7 +210,7 @@ std::vector<ClauseResult> run_conformance(
     } else {
       const ChildVerdict verdict = run_in_child(
           [&] {
-            return run_clause_body(api, spec, options, *manifest, get_api, scratch.path(), clause);
+            return run_clause_body(api, spec, options, *manifest, get_api, scratch->path(), clause);
           },
           std::min(options.clause_timeout, left));
       result.verdict = verdict_of(verdict.kind);

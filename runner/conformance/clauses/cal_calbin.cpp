@@ -1,16 +1,14 @@
 // CAL: calbin create and info. abi/CONFORMANCE.md#cal-calbin-create-and-info
 #include <fmt/format.h>
-#include <stdlib.h>
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <utility>
 #include <vector>
 #include "runner/conformance/clauses/clauses.hpp"
+#include "runner/conformance/scratch_dir.hpp"
 
 namespace runner {
 namespace {
@@ -26,25 +24,13 @@ int abi_value(calbin::Layout::Kind kind) { return static_cast<int>(kind) + 1; }
 // this object (or with the scratch directory, when the clause's process dies first).
 class CalbinCopy {
  public:
-  CalbinCopy(const ClauseContext& ctx, const std::string& tag) {
-    std::string pattern = (ctx.scratch / (tag + "-XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw ClauseFailure("could not create a directory like " + pattern + " for a copy of " +
-                          "the calbin: " + std::strerror(errno));
-    }
-    dir_ = pattern;
-    fs::copy(ctx.options.calbin, dir_, fs::copy_options::recursive);
+  CalbinCopy(const ClauseContext& ctx, const std::string& tag) : dir_(ctx.scratch, tag) {
+    fs::copy(ctx.options.calbin, dir_.path(), fs::copy_options::recursive);
   }
-  ~CalbinCopy() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  CalbinCopy(const CalbinCopy&) = delete;
-  CalbinCopy& operator=(const CalbinCopy&) = delete;
-  const fs::path& dir() const { return dir_; }
+  const fs::path& dir() const { return dir_.path(); }
 
  private:
-  fs::path dir_;
+  ScratchDir dir_;
 };
 
 CallOutcome create_calbin(ClauseContext& ctx, const calrt::Device& device, const std::string& path,

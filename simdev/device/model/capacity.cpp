@@ -59,10 +59,7 @@ Expected<KvGeometry> kv_geometry(const calbin::Manifest& manifest) {
                                           " does not split over " + std::to_string(manifest.chips) +
                                           " chips");
   }
-  // One KV head at one position: its K and V elements, and an int8 V-cache's FP32 scale.
-  const uint64_t head_bits =
-      (calbin::dtype_bits(llm.k_dtype) + calbin::dtype_bits(llm.v_dtype)) * llm.head_dim +
-      (llm.v_dtype == calbin::Dtype::kInt8 ? 32 : 0);
+  const uint64_t head_bits = calbin::kv_head_slot_bits(llm.k_dtype, llm.v_dtype, llm.head_dim);
   KvGeometry kv;
   kv.total_tokens = uint64_t{llm.batch} * llm.context;
   kv.bytes_per_token_per_chip =

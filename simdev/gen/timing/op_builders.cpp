@@ -16,9 +16,7 @@ ChipShape chip_shape(const ModelConfig& c, calbin::ModelType type) {
   s.vocab = c.vocab / c.chips;
   s.experts = c.experts;
   s.active_experts = c.active_experts;
-  s.kv_head_slot_bytes = c.v_cache == calbin::Dtype::kInt8
-                             ? c.head_dim * (kActBytes + 1) + kF32Bytes
-                             : c.head_dim * 2 * kActBytes;
+  s.kv_head_slot_bytes = calbin::kv_head_slot_bits(calbin::Dtype::kBf16, c.v_cache, c.head_dim) / 8;
   return s;
 }
 

@@ -23,8 +23,7 @@ struct ChipShape {
   uint64_t kv_slots = 0;   // KV slots attention reads
   uint64_t hidden = 0, head_dim = 0, q_heads = 0, kv_heads = 0, ffn = 0, vocab = 0;
   uint64_t experts = 0, active_experts = 0;  // every chip holds a shard of every expert
-  // Bytes of one KV head's K and V at one slot: BF16 both, or an int8 V with its FP32 scale.
-  uint64_t kv_head_slot_bytes = 0;
+  uint64_t kv_head_slot_bytes = 0;  // one KV head's K and V at one slot (kv_head_slot_bits)
 };
 
 // Prefill: one full chunk attending causally within itself; decode: one token reading the

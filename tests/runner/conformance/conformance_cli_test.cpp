@@ -234,6 +234,15 @@ TEST(ConformanceCli, NoFilesAreLeftWhenAClauseProcessDies) {
   EXPECT_TRUE(left.empty()) << "left behind: " << left.front();
 }
 
+TEST(ConformanceCli, AnUnusableTemporaryDirectoryIsBadInput) {
+  const fs::path missing = scratch("no-such-tmpdir");
+  fs::remove_all(missing);
+  const CalrtRun run = run_command("TMPDIR=" + quoted(missing) + " '" + CALRT_EXE + "' " +
+                                   conformance_args(CALRT_SIM_SO) + " --only VER.1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("TMPDIR=" + missing.string()), std::string::npos) << run.output;
+}
+
 TEST(ConformanceCli, BadTimeoutsAreBadInput) {
   for (const char* flag : {"--clause-timeout 0", "--clause-timeout nan", "--timeout -1"}) {
     const CalrtRun run = run_calrt(conformance_args(CALRT_SIM_SO) + " " + flag);
