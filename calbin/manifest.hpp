@@ -191,6 +191,8 @@ struct LlmInfo {
   Dtype v_dtype = Dtype::kBf16;
   std::string partition = "tensor_parallel";
   uint32_t tokenizer_context = 0;  // what the tokenizer declares; 0 if unknown
+  // MoE routing: the top-k weights renormalised to sum to 1 (Hugging Face's norm_topk_prob).
+  bool norm_topk_prob = false;
 };
 
 struct Provenance {

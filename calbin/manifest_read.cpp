@@ -135,6 +135,7 @@ LlmInfo read_llm(const Fields& object) {
   llm.ffn = object.u32("ffn");
   llm.experts = object.u32("experts", 0);
   llm.active_experts = object.u32("active_experts", 0);
+  llm.norm_topk_prob = object.boolean("norm_topk_prob", false);
   llm.prefill_chunk = object.u32("prefill_chunk", 0);
   llm.rope_theta = object.f64("rope_theta", llm.rope_theta);
   llm.rms_eps = object.f64("rms_eps", llm.rms_eps);

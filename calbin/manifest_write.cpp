@@ -110,24 +110,27 @@ OrderedJson model_json(const Model& model) {
 }
 
 OrderedJson llm_json(const LlmInfo& llm) {
-  return OrderedJson{{"vocab", llm.vocab},
-                     {"context", llm.context},
-                     {"batch", llm.batch},
-                     {"layers", llm.layers},
-                     {"hidden", llm.hidden},
-                     {"q_heads", llm.q_heads},
-                     {"kv_heads", llm.kv_heads},
-                     {"head_dim", llm.head_dim},
-                     {"ffn", llm.ffn},
-                     {"experts", llm.experts},
-                     {"active_experts", llm.active_experts},
-                     {"prefill_chunk", llm.prefill_chunk},
-                     {"rope_theta", llm.rope_theta},
-                     {"rms_eps", llm.rms_eps},
-                     {"k_dtype", to_string(llm.k_dtype)},
-                     {"v_dtype", to_string(llm.v_dtype)},
-                     {"partition", llm.partition},
-                     {"tokenizer_context", llm.tokenizer_context}};
+  OrderedJson out{{"vocab", llm.vocab},
+                  {"context", llm.context},
+                  {"batch", llm.batch},
+                  {"layers", llm.layers},
+                  {"hidden", llm.hidden},
+                  {"q_heads", llm.q_heads},
+                  {"kv_heads", llm.kv_heads},
+                  {"head_dim", llm.head_dim},
+                  {"ffn", llm.ffn},
+                  {"experts", llm.experts},
+                  {"active_experts", llm.active_experts},
+                  {"prefill_chunk", llm.prefill_chunk},
+                  {"rope_theta", llm.rope_theta},
+                  {"rms_eps", llm.rms_eps},
+                  {"k_dtype", to_string(llm.k_dtype)},
+                  {"v_dtype", to_string(llm.v_dtype)},
+                  {"partition", llm.partition},
+                  {"tokenizer_context", llm.tokenizer_context}};
+  // Only a mixture of experts routes, so dense manifests do not carry the key.
+  if (llm.experts > 0) out["norm_topk_prob"] = llm.norm_topk_prob;
+  return out;
 }
 
 OrderedJson provenance_json(const Provenance& provenance) {

@@ -114,12 +114,19 @@ constexpr Opening kGreedy{1.0, 0.05, 0.3};
 
 }  // namespace
 
+// A routed model's per-row gates: the same openings with no ceiling but the measure's own
+// limit (calibration in runner/README.md, "Mixture of experts").
+constexpr Opening uncapped(Opening o, double limit) { return {o.scale, o.slack, limit}; }
+
 Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& r) {
   Thresholds s = t;
+  const bool routed = t.routed_model;
   s.max_mean_rel_rms = open_ceiling(t.max_mean_rel_rms, r.rel_rms, kRelRms);
-  s.max_abs_error = open_ceiling(t.max_abs_error, r.max_abs_error, kMaxAbs);
-  s.min_cosine = open_floor(t.min_cosine, r.cosine, kCosine);
-  s.min_top_k_overlap = open_floor(t.min_top_k_overlap, r.top_k_overlap, kTopK);
+  s.max_abs_error = open_ceiling(t.max_abs_error, r.max_abs_error,
+                                 routed ? uncapped(kMaxAbs, HUGE_VAL) : kMaxAbs);
+  s.min_cosine = open_floor(t.min_cosine, r.cosine, routed ? uncapped(kCosine, 2.0) : kCosine);
+  s.min_top_k_overlap =
+      open_floor(t.min_top_k_overlap, r.top_k_overlap, routed ? uncapped(kTopK, 1.0) : kTopK);
   s.max_gain_bias = open_ceiling(t.max_gain_bias, r.gain_bias, kGainBias);
   s.min_greedy = open_floor(t.min_greedy, r.greedy, kGreedy);
   return s;

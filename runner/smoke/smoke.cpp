@@ -199,10 +199,12 @@ int bad_input(const SmokeOptions& options, Report& report, const std::string& me
 
 }  // namespace
 
-int run_smoke(const SmokeOptions& options) {
+int run_smoke(const SmokeOptions& requested) {
   Report report;
   report.command = "smoke";
-  report.context = context_json(options);
+  report.context = context_json(requested);
+  // What the calbin declares may set some thresholds (Thresholds::routed_model).
+  SmokeOptions options = requested;
   try {
     Session s(options);
     // Checked first: a run must not end in a report it cannot write.
@@ -229,6 +231,7 @@ int run_smoke(const SmokeOptions& options) {
       return bad_input(options, report, inputs.error());
     }
     s.inputs = std::move(*inputs);
+    options.thresholds.routed_model = s.inputs.manifest.llm.experts > 0;
     try {
       s.api = open_runtime(s.device_spec);
     } catch (const std::exception& error) {  // LoadError, or a backend this build lacks

@@ -156,9 +156,13 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& defaul
   doc["contract"]["logits"] = totals.contract.logits;
   doc["prefill"] = phase(totals.prefill, totals.reference_prefill);
   doc["decode"] = phase(totals.decode, totals.reference_decode);
-  doc["fp32_gates"] = !defaults.scale_fp32_gates ? "fixed"
-                      : reference.compared > 0   ? "scaled by the contract reference"
-                                               : "fixed (no contract reference in the golden set)";
+  doc["fp32_gates"] =
+      !defaults.scale_fp32_gates ? "fixed"
+      : reference.compared > 0
+          ? (defaults.routed_model ? "scaled by the contract reference, per-row gates uncapped "
+                                     "(a mixture of experts)"
+                                   : "scaled by the contract reference")
+          : "fixed (no contract reference in the golden set)";
   doc["deterministic_cases"] = totals.deterministic;
   doc["device_ms"] = totals.device_ms;
   doc["readout_ms"] = totals.readout_ms;

@@ -123,10 +123,18 @@ void hash_weights(StateHasher& h, const ChipWeights& w) {
     for (const auto* vector : {&layer.attn_norm, &layer.q_norm, &layer.k_norm, &layer.ffn_norm}) {
       h.array(*vector);
     }
-    for (const Int8Matrix* matrix : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj,
-                                     &layer.gate_proj, &layer.up_proj, &layer.down_proj}) {
+    for (const Int8Matrix* matrix : {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj}) {
       hash_matrix(h, *matrix);
     }
+    const auto hash_mlp = [&h](const MlpWeights& mlp) {
+      for (const Int8Matrix* matrix : {&mlp.gate_proj, &mlp.up_proj, &mlp.down_proj}) {
+        hash_matrix(h, *matrix);
+      }
+    };
+    hash_mlp(layer.mlp);
+    h.array(layer.router);
+    h.u64(layer.experts.size());
+    for (const MlpWeights& expert : layer.experts) hash_mlp(expert);
   }
   h.u64(w.loaded_bytes);
 }

@@ -24,6 +24,7 @@ calbin::LlmInfo llm_info(const ModelConfig& c) {
   llm.ffn = c.ffn;
   llm.experts = c.experts;
   llm.active_experts = c.active_experts;
+  llm.norm_topk_prob = c.norm_topk_prob;
   llm.prefill_chunk = c.prefill_chunk;
   llm.rope_theta = c.rope_theta;
   llm.rms_eps = c.rms_eps;
@@ -55,6 +56,7 @@ calbin::Provenance provenance(const ModelConfig& c, const GenOptions& options,
   if (c.experts > 0) {
     config["experts"] = c.experts;
     config["active_experts"] = c.active_experts;
+    config["norm_topk_prob"] = c.norm_topk_prob;
   }
   config["vocab"] = c.vocab;
   config["context"] = c.context;

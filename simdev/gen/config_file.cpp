@@ -64,6 +64,12 @@ class JsonConfig {
     }
     return v.get<double>();
   }
+  calbin::Result<bool> boolean_or(const char* key, bool fallback) const {
+    if (!doc_.contains(key) || doc_.at(key).is_null()) return fallback;
+    const Json& v = doc_.at(key);
+    if (!v.is_boolean()) return calbin::fail(path_.string(), key, v.dump() + ": not true/false");
+    return v.get<bool>();
+  }
   // A field that must be absent, null, or `allowed` (as JSON).
   calbin::Result<void> only(const char* key, const std::set<std::string>& allowed,
                             const std::string& why) const {
@@ -138,6 +144,8 @@ calbin::Result<ModelConfig> read_hf_config(const fs::path& path) {
 
   ModelConfig c;
   c.architecture = type;
+  // Hugging Face's default is false; Qwen3-MoE checkpoints set it true.
+  if (moe) CONFIG_TRY(c.norm_topk_prob, j.boolean_or("norm_topk_prob", false));
   CONFIG_TRY(c.layers, j.count("num_hidden_layers"));
   CONFIG_TRY(c.hidden, j.count("hidden_size"));
   CONFIG_TRY(c.q_heads, j.count("num_attention_heads"));
@@ -160,12 +168,7 @@ calbin::Result<ModelConfig> read_hf_config(const fs::path& path) {
   CONFIG_TRY(c.tokenizer_context, j.count_or("max_position_embeddings", 32768));
   CONFIG_TRY(c.rope_theta, j.number_or("rope_theta", 10000.0));
   CONFIG_TRY(c.rms_eps, j.number_or("rms_norm_eps", 1e-6));
-  if (const auto tie = doc.find("tie_word_embeddings"); tie != doc.end()) {
-    if (!tie->is_boolean()) {
-      return calbin::fail(path.string(), "tie_word_embeddings", tie->dump() + ": not true/false");
-    }
-    c.tied_embeddings = tie->get<bool>();
-  }
+  CONFIG_TRY(c.tied_embeddings, j.boolean_or("tie_word_embeddings", false));
   c.chips = kDefaultConfigChips;
   c.prefill_chunk = kDefaultConfigChunk;
   c.context = std::min(kDefaultConfigContext, c.tokenizer_context);
@@ -231,6 +234,12 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
         return calbin::fail(path.string(), key, shown + " is not a positive integer");
       }
       *count->second = static_cast<uint32_t>(v);
+    } else if (key == "norm_topk_prob") {
+      bool v = false;
+      if (!value.IsScalar() || !YAML::convert<bool>::decode(value, v)) {
+        return calbin::fail(path.string(), key, shown + " is not true or false");
+      }
+      c.norm_topk_prob = v;
     } else if (key == "v_cache") {
       const auto dtype = value.IsScalar() ? calbin::parse_dtype(value.Scalar()) : std::nullopt;
       if (!dtype || (*dtype != calbin::Dtype::kBf16 && *dtype != calbin::Dtype::kInt8)) {
@@ -244,7 +253,7 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       }
       *real->second = v;
     } else {
-      std::string known = "name, hf_config, v_cache";
+      std::string known = "name, hf_config, v_cache, norm_topk_prob";
       for (const auto& [k, _] : counts) known += ", " + k;
       for (const auto& [k, _] : reals) known += ", " + k;
       return calbin::fail(path.string(), key, "unknown key (known: " + known + ")");

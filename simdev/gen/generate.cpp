@@ -8,7 +8,6 @@
 #include "simdev/gen/config_file.hpp"
 #include "simdev/gen/functional_calbin.hpp"
 #include "simdev/gen/preset_table.hpp"
-#include "simdev/gen/timing/timing_calbin.hpp"
 #include "simdev/gen/weights/weights.hpp"
 
 namespace simdev::gen {
@@ -33,12 +32,6 @@ calbin::Result<void> check_options(const GenOptions& options) {
     auto config = read_model_config(options.config_file);
     if (!config) {
       return tl::unexpected(config.error());
-    }
-    if (!options.weights_dir.empty() && config->experts > 0) {
-      return calbin::fail(options.config_file.string(), "num_experts",
-                          std::to_string(config->experts) +
-                              ": --weights needs a dense model (a mixture of experts generates "
-                              "timing-only, without weights)");
     }
     if (!options.weights_dir.empty() && config->architecture == "llama") {
       return calbin::fail(options.config_file.string(), "model_type",
@@ -72,18 +65,10 @@ calbin::Result<void> check_options(const GenOptions& options) {
   return {};
 }
 
-// A dense model: a functional calbin. A mixture of experts: timing-only, as the reference
-// MoE preset (the functional device has no expert routing yet).
 calbin::Result<calbin::Manifest> build_from_config(const GenOptions& options, const fs::path& dir) {
   auto config = read_model_config(options.config_file);
   if (!config) return tl::unexpected(config.error());
-  if (config->experts == 0) return build_functional(*config, options, dir);
-  return build_timing_only(*config, moe_weight_specs(*config),
-                           "timing-only, no weight files (a mixture of experts from " +
-                               options.config_file.string() +
-                               "); attention, router and lm_head int8 w8a8_dynamic; experts "
-                               "int4 w4af16; embeddings and norms bf16",
-                           options, dir);
+  return build_functional(*config, options, dir);
 }
 
 // "out/" and "out" name the same directory; the temporary sibling needs the latter.

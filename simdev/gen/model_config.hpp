@@ -24,6 +24,17 @@ struct ModelConfig {
   uint32_t ffn = 256;    // MoE: the intermediate size of one expert
   uint32_t experts = 0;  // 0: dense MLP
   uint32_t active_experts = 0;
+  bool norm_topk_prob = false;  // MoE: renormalise the top-k routing weights (Hugging Face)
+  // What the modules that differ between calbins are stored as (the reference's
+  // per-module quantization table). Functional calbins hold int8 w8a8_dynamic experts, a
+  // bf16 router and a bf16 lm_head (calbin/MODEL.md); the timing-only reference preset
+  // declares int4 w4af16 experts and an int8 router and lm_head. The op lists charge what is
+  // declared.
+  struct ModuleQuant {
+    calbin::Dtype router = calbin::Dtype::kBf16;
+    calbin::Dtype experts = calbin::Dtype::kInt8;
+    calbin::Dtype lm_head = calbin::Dtype::kBf16;
+  } quant;
   uint32_t vocab = 1000;
   uint32_t context = 4608;
   uint32_t batch = 1;

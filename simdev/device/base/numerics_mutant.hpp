@@ -12,25 +12,41 @@ namespace simdev {
 
 enum class NumericsMutant : uint8_t {
   none,
-  logits_scale,      // logits x 1.02
-  q_norm_ignored,    // the q_norm weight not applied (plain RMS normalisation)
-  k_norm_ignored,    // the k_norm weight not applied
-  rope_interleaved,  // RoPE pairs (2i, 2i+1) instead of (i, i + D/2)
-  rope_theta,        // RoPE theta 100x too small
-  rms_eps,           // rms eps 1e4x too large
-  gqa_mapping,       // query head h reads KV head h % kv_heads instead of h / group
-  kv_slot_off,       // the KV of a token written one slot early (the last slot stays stale)
-  lm_head_swapped,   // the two chips' halves of the vocabulary swapped
-  act_per_tensor,    // activations quantised with one scale per tensor, not per token
-  attn_unscaled,     // attention scores not divided by sqrt(head_dim)
-  kv_truncated,      // the BF16 KV cache rounded by truncation instead of to nearest even
-  silu_as_relu,      // the MLP's SiLU computed as ReLU
-  v_cache_bf16,      // an int8 V-cache kept in BF16 (the calbin's v_dtype ignored)
+  logits_scale,             // logits x 1.02
+  q_norm_ignored,           // the q_norm weight not applied (plain RMS normalisation)
+  k_norm_ignored,           // the k_norm weight not applied
+  rope_interleaved,         // RoPE pairs (2i, 2i+1) instead of (i, i + D/2)
+  rope_theta,               // RoPE theta 100x too small
+  rms_eps,                  // rms eps 1e4x too large
+  gqa_mapping,              // query head h reads KV head h % kv_heads instead of h / group
+  kv_slot_off,              // the KV of a token written one slot early (the last slot stays stale)
+  lm_head_swapped,          // the two chips' halves of the vocabulary swapped
+  act_per_tensor,           // activations quantised with one scale per tensor, not per token
+  attn_unscaled,            // attention scores not divided by sqrt(head_dim)
+  kv_truncated,             // the BF16 KV cache rounded by truncation instead of to nearest even
+  silu_as_relu,             // the MLP's SiLU computed as ReLU
+  v_cache_bf16,             // an int8 V-cache kept in BF16 (the calbin's v_dtype ignored)
+  router_unnormalised,      // MoE: the top-k weights not renormalised (norm_topk_prob ignored)
+  expert_weights_reversed,  // MoE: a token's routing weights applied to its experts reversed
 };
 
-inline constexpr std::array<std::string_view, 15> kNumericsMutantNames = {
-    "none",           "logits_scale",  "q_norm_ignored", "k_norm_ignored", "rope_interleaved",
-    "rope_theta",     "rms_eps",       "gqa_mapping",    "kv_slot_off",    "lm_head_swapped",
-    "act_per_tensor", "attn_unscaled", "kv_truncated",   "silu_as_relu",   "v_cache_bf16"};
+inline constexpr std::array<std::string_view, 17> kNumericsMutantNames = {
+    "none",
+    "logits_scale",
+    "q_norm_ignored",
+    "k_norm_ignored",
+    "rope_interleaved",
+    "rope_theta",
+    "rms_eps",
+    "gqa_mapping",
+    "kv_slot_off",
+    "lm_head_swapped",
+    "act_per_tensor",
+    "attn_unscaled",
+    "kv_truncated",
+    "silu_as_relu",
+    "v_cache_bf16",
+    "router_unnormalised",
+    "expert_weights_reversed"};
 
 }  // namespace simdev

@@ -163,6 +163,15 @@ struct Loader {
     (target) = std::move(*result_);           \
   } while (false)
 
+Expected<MlpWeights> load_mlp(Loader& loader, const std::string& p) {
+  const ModelDims& d = loader.dims;
+  MlpWeights w;
+  SIMDEV_ASSIGN(w.gate_proj, loader.int8(p + "gate_proj", 0, d.ffn_local(), d.hidden));
+  SIMDEV_ASSIGN(w.up_proj, loader.int8(p + "up_proj", 0, d.ffn_local(), d.hidden));
+  SIMDEV_ASSIGN(w.down_proj, loader.int8(p + "down_proj", 1, d.hidden, d.ffn_local()));
+  return w;
+}
+
 Expected<LayerWeights> load_layer(Loader& loader, size_t l) {
   const ModelDims& d = loader.dims;
   const std::string p = "layers." + std::to_string(l) + ".";
@@ -177,9 +186,15 @@ Expected<LayerWeights> load_layer(Loader& loader, size_t l) {
   SIMDEV_ASSIGN(w.k_proj, loader.int8(p + "attn.k_proj", 0, kvd, d.hidden));
   SIMDEV_ASSIGN(w.v_proj, loader.int8(p + "attn.v_proj", 0, kvd, d.hidden));
   SIMDEV_ASSIGN(w.o_proj, loader.int8(p + "attn.o_proj", 1, d.hidden, qd));
-  SIMDEV_ASSIGN(w.gate_proj, loader.int8(p + "mlp.gate_proj", 0, d.ffn_local(), d.hidden));
-  SIMDEV_ASSIGN(w.up_proj, loader.int8(p + "mlp.up_proj", 0, d.ffn_local(), d.hidden));
-  SIMDEV_ASSIGN(w.down_proj, loader.int8(p + "mlp.down_proj", 1, d.hidden, d.ffn_local()));
+  if (d.experts == 0) {
+    SIMDEV_ASSIGN(w.mlp, load_mlp(loader, p + "mlp."));
+    return w;
+  }
+  SIMDEV_ASSIGN(w.router, loader.bf16(p + "mlp.gate", -1, d.experts, d.hidden));
+  w.experts.resize(d.experts);
+  for (size_t e = 0; e < d.experts; ++e) {
+    SIMDEV_ASSIGN(w.experts[e], load_mlp(loader, p + "mlp.experts." + std::to_string(e) + "."));
+  }
   return w;
 }
 

@@ -20,18 +20,25 @@ struct Int8Matrix {
   std::vector<float> scales;   // [rows]
 };
 
+// One MLP's shard: a dense layer's, or one expert's of a mixture of experts.
+struct MlpWeights {
+  Int8Matrix gate_proj;  // [F/n, H]
+  Int8Matrix up_proj;    // [F/n, H]
+  Int8Matrix down_proj;  // [H, F/n]
+};
+
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [H]
-  std::vector<float> q_norm;     // [D]
-  std::vector<float> k_norm;     // [D]
-  std::vector<float> ffn_norm;   // [H]
-  Int8Matrix q_proj;             // [Hq/n * D, H]
-  Int8Matrix k_proj;             // [Hkv/n * D, H]
-  Int8Matrix v_proj;             // [Hkv/n * D, H]
-  Int8Matrix o_proj;             // [H, Hq/n * D]
-  Int8Matrix gate_proj;          // [F/n, H]
-  Int8Matrix up_proj;            // [F/n, H]
-  Int8Matrix down_proj;          // [H, F/n]
+  std::vector<float> attn_norm;     // [H]
+  std::vector<float> q_norm;        // [D]
+  std::vector<float> k_norm;        // [D]
+  std::vector<float> ffn_norm;      // [H]
+  Int8Matrix q_proj;                // [Hq/n * D, H]
+  Int8Matrix k_proj;                // [Hkv/n * D, H]
+  Int8Matrix v_proj;                // [Hkv/n * D, H]
+  Int8Matrix o_proj;                // [H, Hq/n * D]
+  MlpWeights mlp;                   // dense models
+  std::vector<float> router;        // MoE: [E, H], replicated
+  std::vector<MlpWeights> experts;  // MoE: every expert's shard
 };
 
 struct ChipWeights {

@@ -146,21 +146,75 @@ void Chiplet::attention(size_t layer, const StepRows& step, size_t first_active,
   project(w.o_proj, s_.attn.data(), active, q_heads * dim, partial);
 }
 
-void Chiplet::mlp(size_t layer, const float* x, size_t rows, float* partial) {
-  const LayerWeights& w = weights_.layers[layer];
+void Chiplet::swiglu(const MlpWeights& w, const float* normed, size_t rows, float* partial) {
   const size_t ffn = dims_.ffn_local();
-  s_.normed.resize(rows * dims_.hidden);
   s_.gate.resize(rows * ffn);
   s_.up.resize(rows * ffn);
-  kernels::rmsnorm(x, w.ffn_norm.data(), s_.normed.data(), rows, dims_.hidden, eps());
-  project(w.gate_proj, s_.normed.data(), rows, dims_.hidden, s_.gate.data());
-  project(w.up_proj, s_.normed.data(), rows, dims_.hidden, s_.up.data());
+  project(w.gate_proj, normed, rows, dims_.hidden, s_.gate.data());
+  project(w.up_proj, normed, rows, dims_.hidden, s_.up.data());
   if (mutant_ == NumericsMutant::silu_as_relu) {
     for (size_t i = 0; i < rows * ffn; ++i) s_.gate[i] = std::max(s_.gate[i], 0.0f) * s_.up[i];
   } else {
     kernels::silu_mul(s_.gate.data(), s_.up.data(), s_.gate.data(), rows * ffn);
   }
   project(w.down_proj, s_.gate.data(), rows, ffn, partial);
+}
+
+void Chiplet::moe(const LayerWeights& w, size_t rows, float* partial) {
+  const size_t hidden = dims_.hidden, experts = dims_.experts, k = dims_.active_experts;
+  s_.router_logits.resize(rows * experts);
+  s_.route_ids.resize(rows * k);
+  s_.route_weights.resize(rows * k);
+  const bool normalise = dims_.norm_topk_prob && mutant_ != NumericsMutant::router_unnormalised;
+  for (size_t r = 0; r < rows; ++r) {
+    kernels::f32_matvec(&s_.normed[r * hidden], hidden, w.router.data(), experts,
+                        &s_.router_logits[r * experts]);
+    kernels::route_top_k(&s_.router_logits[r * experts], experts, k, normalise,
+                         &s_.route_ids[r * k], &s_.route_weights[r * k]);
+    if (mutant_ == NumericsMutant::expert_weights_reversed) {
+      std::reverse(s_.route_weights.begin() + static_cast<std::ptrdiff_t>(r * k),
+                   s_.route_weights.begin() + static_cast<std::ptrdiff_t>((r + 1) * k));
+    }
+  }
+  std::fill(partial, partial + rows * hidden, 0.0f);
+  // Grouped by expert: an expert's rows go through its GEMMs together, as on the NPU. Rows
+  // are quantised one by one, so grouping does not change a row's numbers.
+  for (uint32_t e = 0; e < experts; ++e) {
+    s_.expert_rows.clear();
+    s_.expert_row_weights.clear();
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < k; ++j) {
+        if (s_.route_ids[r * k + j] == e) {
+          s_.expert_rows.push_back(static_cast<uint32_t>(r));
+          s_.expert_row_weights.push_back(s_.route_weights[r * k + j]);
+        }
+      }
+    }
+    const size_t n = s_.expert_rows.size();
+    if (n == 0) continue;
+    s_.expert_in.resize(n * hidden);
+    for (size_t i = 0; i < n; ++i) {
+      std::copy_n(&s_.normed[s_.expert_rows[i] * hidden], hidden, &s_.expert_in[i * hidden]);
+    }
+    s_.expert_out.resize(n * hidden);
+    swiglu(w.experts[e], s_.expert_in.data(), n, s_.expert_out.data());
+    for (size_t i = 0; i < n; ++i) {
+      float* out = partial + s_.expert_rows[i] * hidden;
+      const float weight = s_.expert_row_weights[i];
+      for (size_t d = 0; d < hidden; ++d) out[d] += weight * s_.expert_out[i * hidden + d];
+    }
+  }
+}
+
+void Chiplet::mlp(size_t layer, const float* x, size_t rows, float* partial) {
+  const LayerWeights& w = weights_.layers[layer];
+  s_.normed.resize(rows * dims_.hidden);
+  kernels::rmsnorm(x, w.ffn_norm.data(), s_.normed.data(), rows, dims_.hidden, eps());
+  if (dims_.experts == 0) {
+    swiglu(w.mlp, s_.normed.data(), rows, partial);
+  } else {
+    moe(w, rows, partial);
+  }
 }
 
 void Chiplet::logits(const float* x, float* out) {

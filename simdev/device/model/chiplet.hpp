@@ -27,6 +27,11 @@ struct ChipScratch {
   std::vector<int8_t> quantized;
   std::vector<float> act_scales;
   std::vector<float> k_staged, v_staged;  // FP32 copies: [head][dim][slot], [head][slot][dim]
+  // MoE: router logits [row][expert], each row's experts and weights [row][k], and one
+  // expert's rows gathered together (inputs [n][H], outputs [n][H]) for its grouped GEMM.
+  std::vector<float> router_logits, route_weights, expert_in, expert_out;
+  std::vector<uint32_t> route_ids, expert_rows;
+  std::vector<float> expert_row_weights;
 };
 
 class Chiplet {
@@ -44,6 +49,12 @@ class Chiplet {
 
  private:
   void project(const Int8Matrix& w, const float* in, size_t rows, size_t in_dim, float* out);
+  // The chip's partial down_proj output of one MLP (dense, or one expert) on rows of the
+  // normed input: [rows][H].
+  void swiglu(const MlpWeights& w, const float* normed, size_t rows, float* partial);
+  // Routes each row, runs each expert on the rows routed to it, and adds the weighted
+  // outputs into partial ([rows][H], zeroed first) in ascending expert order.
+  void moe(const LayerWeights& w, size_t rows, float* partial);
   void store_kv(size_t layer, const StepRows& step);
   void stage_kv(size_t layer, size_t slot_count);
   float eps() const {

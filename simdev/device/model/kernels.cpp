@@ -109,6 +109,32 @@ void silu_mul(const float* gate, const float* up, float* out, size_t count) {
   }
 }
 
+void route_top_k(const float* logits, size_t experts, size_t k, bool normalise, uint32_t* ids,
+                 float* weights) {
+  // k passes of a selection: k is a handful, and a strict > keeps the lower id on a tie.
+  for (size_t j = 0; j < k; ++j) {
+    size_t best = experts;
+    for (size_t e = 0; e < experts; ++e) {
+      bool taken = false;
+      for (size_t i = 0; i < j; ++i) taken = taken || ids[i] == e;
+      if (!taken && (best == experts || logits[e] > logits[best])) best = e;
+    }
+    ids[j] = static_cast<uint32_t>(best);
+  }
+  const double top = logits[ids[0]];
+  double all = 0.0;
+  for (size_t e = 0; e < experts; ++e) all += std::exp(static_cast<double>(logits[e]) - top);
+  double probabilities[kMaxActiveExperts];
+  double picked = 0.0;
+  for (size_t j = 0; j < k; ++j) {
+    probabilities[j] = std::exp(static_cast<double>(logits[ids[j]]) - top) / all;
+    picked += probabilities[j];
+  }
+  for (size_t j = 0; j < k; ++j) {
+    weights[j] = static_cast<float>(normalise ? probabilities[j] / picked : probabilities[j]);
+  }
+}
+
 void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
             size_t slot_count, size_t dim, float* scores, float* out) {
   // Scores accumulate dimension by dimension, so the slot loop is contiguous. Four dimensions

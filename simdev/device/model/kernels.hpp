@@ -32,6 +32,16 @@ void rope_interleaved(float* head, size_t dim, int64_t position, double theta);
 // out[i] = silu(gate[i]) * up[i].
 void silu_mul(const float* gate, const float* up, float* out, size_t count);
 
+// The most experts one token may be routed to (route_top_k's bound; model_dims checks it).
+inline constexpr size_t kMaxActiveExperts = 64;
+
+// MoE top-k routing of one token (calbin/MODEL.md, "Mixture of experts"): ids[j] are the k
+// experts with the largest logits, largest first, the lower id first on a tie; weights[j]
+// are their softmax probabilities over all experts (double), renormalised over the k when
+// `normalise`.
+void route_top_k(const float* logits, size_t experts, size_t k, bool normalise, uint32_t* ids,
+                 float* weights);
+
 // One query row against slots [0, slot_count) of one KV head.
 //   k_transposed: [dim][stride] (dim-major, slot contiguous); v: [slot][dim].
 // scores must hold slot_count floats (scratch). out[dim] = softmax(q.K / sqrt(dim)) V.

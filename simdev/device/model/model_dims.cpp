@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "simdev/device/model/kernels.hpp"
+
 namespace simdev {
 namespace {
 
@@ -23,6 +25,9 @@ Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
   dims.kv_heads = llm.kv_heads;
   dims.head_dim = llm.head_dim;
   dims.ffn = llm.ffn;
+  dims.experts = llm.experts;
+  dims.active_experts = llm.active_experts;
+  dims.norm_topk_prob = llm.norm_topk_prob;
   dims.vocab = llm.vocab;
   dims.chips = manifest.chips;
   dims.rms_eps = static_cast<float>(llm.rms_eps);
@@ -50,6 +55,13 @@ Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
       require(llm.v_dtype == calbin::Dtype::kBf16 || dims.v_int8,
               "v_dtype = " + std::string(calbin::to_string(llm.v_dtype)) +
                   " is not supported (the V-cache is bf16 or int8)"),
+      require(
+          (dims.experts == 0) == (dims.active_experts == 0) && dims.active_experts <= dims.experts,
+          "active_experts = " + std::to_string(dims.active_experts) + " of experts = " +
+              std::to_string(dims.experts) + " (need 1..experts, or 0 of 0 for dense)"),
+      require(dims.active_experts <= kernels::kMaxActiveExperts,
+              "active_experts = " + std::to_string(dims.active_experts) + " exceeds " +
+                  std::to_string(kernels::kMaxActiveExperts) + " (the device's routing)"),
       require(dims.head_dim % 2 == 0,
               "head_dim = " + std::to_string(dims.head_dim) + " is odd (RoPE needs pairs)"),
   };

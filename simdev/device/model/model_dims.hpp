@@ -15,7 +15,10 @@ struct ModelDims {
   size_t q_heads = 0;
   size_t kv_heads = 0;
   size_t head_dim = 0;
-  size_t ffn = 0;
+  size_t ffn = 0;      // MoE: one expert's intermediate size
+  size_t experts = 0;  // 0: a dense MLP
+  size_t active_experts = 0;
+  bool norm_topk_prob = false;
   size_t vocab = 0;
   size_t chips = 1;
   float rms_eps = 1e-6f;

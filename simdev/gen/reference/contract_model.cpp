@@ -21,9 +21,16 @@ struct Int8Weight {
   std::vector<float> scales;
 };
 
+struct Int8Mlp {
+  Int8Weight gate_proj, up_proj, down_proj;
+};
+
 struct PreparedLayer {
   std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
-  Int8Weight q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  Int8Weight q_proj, k_proj, v_proj, o_proj;
+  Int8Mlp mlp;                   // dense models
+  ref::Matrix router;            // MoE: [experts, H], BF16 values
+  std::vector<Int8Mlp> experts;  // MoE
 };
 
 }  // namespace
@@ -91,6 +98,16 @@ std::vector<float> rows_product(std::span<const float> x, const Int8Weight& w) {
   return y;
 }
 
+// The D2D all-reduce: the chips' partial sums added in FP32 in chip order, then added to
+// the residual stream.
+void all_reduce_into(const std::vector<std::vector<float>>& partials, std::span<float> x) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    float sum = 0.0f;
+    for (const auto& partial : partials) sum += partial[i];
+    x[i] += sum;
+  }
+}
+
 // A weight split on axis 1 (input columns): chip c quantises its slice of x, and the partial
 // sums are added in FP32 in chip order (the D2D all-reduce) into the residual stream x_out.
 void columns_product_into(std::span<const float> x, const Int8Weight& w, uint32_t chips,
@@ -101,11 +118,7 @@ void columns_product_into(std::span<const float> x, const Int8Weight& w, uint32_
     const size_t end = (c + 1) * w.in / chips;
     chip_product(x.subspan(first, end - first), w, first, partials[c]);
   }
-  for (size_t i = 0; i < x_out.size(); ++i) {
-    float sum = 0.0f;
-    for (const auto& partial : partials) sum += partial[i];
-    x_out[i] += sum;
-  }
+  all_reduce_into(partials, x_out);
 }
 
 }  // namespace
@@ -151,9 +164,20 @@ calbin::Result<Model> Model::create(const ModelConfig& c, const ref::CalbinWeigh
     int8(p + "attn.k_proj", kv, h, w.k_proj);
     int8(p + "attn.v_proj", kv, h, w.v_proj);
     int8(p + "attn.o_proj", h, q, w.o_proj);
-    int8(p + "mlp.gate_proj", f, h, w.gate_proj);
-    int8(p + "mlp.up_proj", f, h, w.up_proj);
-    int8(p + "mlp.down_proj", h, f, w.down_proj);
+    auto mlp = [&](const std::string& at, Int8Mlp& out) {
+      int8(at + "gate_proj", f, h, out.gate_proj);
+      int8(at + "up_proj", f, h, out.up_proj);
+      int8(at + "down_proj", h, f, out.down_proj);
+    };
+    if (c.experts == 0) {
+      mlp(p + "mlp.", w.mlp);
+    } else {
+      matrix(p + "mlp.gate", int64_t{c.experts}, h, w.router);
+      w.experts.resize(c.experts);
+      for (uint32_t e = 0; e < c.experts; ++e) {
+        mlp(p + "mlp.experts." + std::to_string(e) + ".", w.experts[e]);
+      }
+    }
   }
   vector("final_norm", h, prepared->final_norm);
   matrix("lm_head", v, h, prepared->lm_head);
@@ -200,6 +224,49 @@ std::vector<float> s8_rounded(std::span<const float> values) {
   return out;
 }
 
+// silu(h @ gate_proj^T) * (h @ up_proj^T), which every chip computes its slice of.
+std::vector<float> swiglu(std::span<const float> h, const Int8Mlp& w) {
+  std::vector<float> gate = rows_product(h, w.gate_proj);
+  const std::vector<float> up = rows_product(h, w.up_proj);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  }
+  return gate;
+}
+
+// MoE (MODEL.md, "Mixture of experts"): the router's logits in FP32 in index order from the
+// BF16 weights; the route; then on each chip the partial sum over the token's experts in
+// ascending expert index of weight x (the expert's partial down_proj output), starting
+// from 0; then the all-reduce in chip order into the residual stream.
+void moe_into(std::span<const float> h, const PreparedLayer& w, const ModelConfig& c,
+              std::span<float> x) {
+  std::vector<float> logits(c.experts);
+  for (size_t e = 0; e < c.experts; ++e) {
+    const float* row = w.router.values.data() + e * c.hidden;
+    float acc = 0.0f;
+    for (size_t i = 0; i < c.hidden; ++i) acc += h[i] * row[i];
+    logits[e] = acc;
+  }
+  ref::Route r = ref::route(logits, c.active_experts, c.norm_topk_prob);
+  std::vector<size_t> by_index(r.experts.size());
+  for (size_t j = 0; j < by_index.size(); ++j) by_index[j] = j;
+  std::sort(by_index.begin(), by_index.end(),
+            [&](size_t a, size_t b) { return r.experts[a] < r.experts[b]; });
+  std::vector<float> acts;
+  std::vector<std::vector<float>> partials(c.chips, std::vector<float>(c.hidden, 0.0f));
+  std::vector<float> y;
+  for (const size_t j : by_index) {
+    const Int8Weight& down = w.experts[r.experts[j]].down_proj;
+    acts = swiglu(h, w.experts[r.experts[j]]);
+    for (uint32_t chip = 0; chip < c.chips; ++chip) {
+      const size_t first = chip * down.in / c.chips, end = (chip + 1) * down.in / c.chips;
+      chip_product(std::span(acts).subspan(first, end - first), down, first, y);
+      for (size_t i = 0; i < c.hidden; ++i) partials[chip][i] += r.weights[j] * y[i];
+    }
+  }
+  all_reduce_into(partials, x);
+}
+
 // One token through one layer; its K and V go to `slot` of `kv` (the layer's KV heads).
 // `probes`, when given, receives x after the attention and after the MLP.
 void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position, size_t slot,
@@ -226,12 +293,11 @@ void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position,
   columns_product_into(attended, w.o_proj, c.chips, x);
   if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
   ref::rmsnorm(x, w.ffn_norm, c.rms_eps, h);
-  std::vector<float> gate = rows_product(h, w.gate_proj);
-  const std::vector<float> up = rows_product(h, w.up_proj);
-  for (size_t i = 0; i < gate.size(); ++i) {
-    gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  if (c.experts == 0) {
+    columns_product_into(swiglu(h, w.mlp), w.mlp.down_proj, c.chips, x);
+  } else {
+    moe_into(h, w, c, x);
   }
-  columns_product_into(gate, w.down_proj, c.chips, x);
   if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
 }
 

@@ -15,9 +15,16 @@ struct Transposed {
   std::vector<float> values;
 };
 
+struct PreparedMlp {
+  Transposed gate_proj, up_proj, down_proj;
+};
+
 struct PreparedLayer {
   std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
-  Transposed q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  Transposed q_proj, k_proj, v_proj, o_proj;
+  PreparedMlp mlp;
+  Transposed router;
+  std::vector<PreparedMlp> experts;
 };
 
 struct Prepared {
@@ -106,13 +113,27 @@ calbin::Result<void> check_layer(const ModelConfig& c, size_t l, const LayerWeig
       check_matrix(p + "attn.k_proj", w.k_proj, kv, h),
       check_matrix(p + "attn.v_proj", w.v_proj, kv, h),
       check_matrix(p + "attn.o_proj", w.o_proj, h, q),
-      check_matrix(p + "mlp.gate_proj", w.gate_proj, f, h),
-      check_matrix(p + "mlp.up_proj", w.up_proj, f, h),
-      check_matrix(p + "mlp.down_proj", w.down_proj, h, f),
   };
   for (const auto& check : checks) {
     if (!check) {
       return check;
+    }
+  }
+  auto check_mlp = [&](const std::string& at, const Mlp& mlp) -> calbin::Result<void> {
+    if (auto r = check_matrix(at + "gate_proj", mlp.gate_proj, f, h); !r) return r;
+    if (auto r = check_matrix(at + "up_proj", mlp.up_proj, f, h); !r) return r;
+    return check_matrix(at + "down_proj", mlp.down_proj, h, f);
+  };
+  if (c.experts == 0) return check_mlp(p + "mlp.", w.mlp);
+  if (auto r = check_matrix(p + "mlp.gate", w.router, c.experts, h); !r) return r;
+  if (w.experts.size() != c.experts) {
+    return calbin::fail(
+        "reference", p + "mlp.experts",
+        std::to_string(w.experts.size()) + " experts, expected " + std::to_string(c.experts));
+  }
+  for (size_t e = 0; e < w.experts.size(); ++e) {
+    if (auto r = check_mlp(p + "mlp.experts." + std::to_string(e) + ".", w.experts[e]); !r) {
+      return r;
     }
   }
   return {};
@@ -138,18 +159,24 @@ calbin::Result<void> check_weights(const ModelConfig& c, const Weights& w) {
   return check_matrix("lm_head", w.lm_head, c.vocab, c.hidden);
 }
 
+PreparedMlp prepare_mlp(const Mlp& m) {
+  return PreparedMlp{transpose(m.gate_proj), transpose(m.up_proj), transpose(m.down_proj)};
+}
+
 PreparedLayer prepare_layer(const LayerWeights& w) {
-  return PreparedLayer{w.attn_norm,
-                       w.q_norm,
-                       w.k_norm,
-                       w.ffn_norm,
-                       transpose(w.q_proj),
-                       transpose(w.k_proj),
-                       transpose(w.v_proj),
-                       transpose(w.o_proj),
-                       transpose(w.gate_proj),
-                       transpose(w.up_proj),
-                       transpose(w.down_proj)};
+  PreparedLayer p{w.attn_norm,
+                  w.q_norm,
+                  w.k_norm,
+                  w.ffn_norm,
+                  transpose(w.q_proj),
+                  transpose(w.k_proj),
+                  transpose(w.v_proj),
+                  transpose(w.o_proj),
+                  prepare_mlp(w.mlp),
+                  transpose(w.router),
+                  {}};
+  for (const Mlp& expert : w.experts) p.experts.push_back(prepare_mlp(expert));
+  return p;
 }
 
 }  // namespace
@@ -223,9 +250,7 @@ std::vector<float> attention(const PreparedLayer& w, const std::vector<float>& x
   return matmul(attended, count, w.o_proj);
 }
 
-std::vector<float> mlp(const PreparedLayer& w, const std::vector<float>& x, size_t count,
-                       const ModelConfig& c) {
-  const std::vector<float> h = rmsnorm_rows(x, w.ffn_norm, c.rms_eps);
+std::vector<float> swiglu(const PreparedMlp& w, const std::vector<float>& h, size_t count) {
   std::vector<float> gate = matmul(h, count, w.gate_proj);
   const std::vector<float> up = matmul(h, count, w.up_proj);
   for (size_t i = 0; i < gate.size(); ++i) {
@@ -233,6 +258,30 @@ std::vector<float> mlp(const PreparedLayer& w, const std::vector<float>& x, size
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
   return matmul(gate, count, w.down_proj);
+}
+
+// Each token through its routed experts, weighted and summed in FP32 (MODEL.md).
+std::vector<float> moe(const PreparedLayer& w, const std::vector<float>& h, size_t count,
+                       const ModelConfig& c) {
+  const std::vector<float> logits = matmul(h, count, w.router);
+  std::vector<float> out(count * c.hidden, 0.0f);
+  for (size_t t = 0; t < count; ++t) {
+    const Route r = route(std::span(logits).subspan(t * c.experts, c.experts), c.active_experts,
+                          c.norm_topk_prob);
+    const std::vector<float> row(h.begin() + static_cast<std::ptrdiff_t>(t * c.hidden),
+                                 h.begin() + static_cast<std::ptrdiff_t>((t + 1) * c.hidden));
+    for (size_t j = 0; j < r.experts.size(); ++j) {
+      const std::vector<float> y = swiglu(w.experts[r.experts[j]], row, 1);
+      for (size_t i = 0; i < c.hidden; ++i) out[t * c.hidden + i] += r.weights[j] * y[i];
+    }
+  }
+  return out;
+}
+
+std::vector<float> mlp(const PreparedLayer& w, const std::vector<float>& x, size_t count,
+                       const ModelConfig& c) {
+  const std::vector<float> h = rmsnorm_rows(x, w.ffn_norm, c.rms_eps);
+  return c.experts == 0 ? swiglu(w.mlp, h, count) : moe(w, h, count, c);
 }
 
 calbin::Result<void> check_inputs(std::span<const int32_t> tokens,

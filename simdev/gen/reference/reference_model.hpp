@@ -23,9 +23,17 @@ struct Matrix {
   std::vector<float> values;
 };
 
+// One MLP: a dense layer's, or one expert's of a mixture of experts.
+struct Mlp {
+  Matrix gate_proj, up_proj, down_proj;
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
-  Matrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  Matrix q_proj, k_proj, v_proj, o_proj;
+  Mlp mlp;                   // dense models
+  Matrix router;             // MoE: [experts, H]
+  std::vector<Mlp> experts;  // MoE
 };
 
 struct Weights {
@@ -38,6 +46,14 @@ struct Weights {
 // x / sqrt(mean(x^2) + eps) * weight; out may alias x.
 void rmsnorm(std::span<const float> x, std::span<const float> weight, double eps,
              std::span<float> out);
+// MoE routing (MODEL.md, "Mixture of experts"): the `k` experts with the largest router
+// logits (the lower index first on a tie), in that order, with their weights: the softmax
+// over all experts' logits, renormalised over the k when `normalise`.
+struct Route {
+  std::vector<uint32_t> experts;
+  std::vector<float> weights;
+};
+Route route(std::span<const float> logits, uint32_t k, bool normalise);
 // NeoX-style rotation of the pairs (i, i + D/2) by position * theta^(-2i/D), in place.
 void rope(std::span<float> head, int64_t position, double theta);
 

@@ -24,6 +24,28 @@ void rmsnorm(std::span<const float> x, std::span<const float> weight, double eps
   }
 }
 
+Route route(std::span<const float> logits, uint32_t k, bool normalise) {
+  std::vector<uint32_t> order(logits.size());
+  for (uint32_t e = 0; e < order.size(); ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return logits[a] > logits[b]; });
+  order.resize(std::min<size_t>(k, order.size()));
+  // Softmax in double over every expert, then the picked experts' share.
+  const double top = logits[order.front()];
+  double all = 0.0;
+  for (const float z : logits) all += std::exp(static_cast<double>(z) - top);
+  double picked = 0.0;
+  std::vector<double> p;
+  for (const uint32_t e : order) {
+    p.push_back(std::exp(static_cast<double>(logits[e]) - top) / all);
+    picked += p.back();
+  }
+  Route r{order, {}};
+  for (const double share : p)
+    r.weights.push_back(static_cast<float>(normalise ? share / picked : share));
+  return r;
+}
+
 void rope(std::span<float> head, int64_t position, double theta) {
   assert(head.size() % 2 == 0);
   const size_t half = head.size() / 2;

@@ -45,9 +45,20 @@ calbin::Result<Weights> gather_weights(const ModelConfig& config, const Find& fi
     take(one.k_proj, find.matrix(p + "attn.k_proj"));
     take(one.v_proj, find.matrix(p + "attn.v_proj"));
     take(one.o_proj, find.matrix(p + "attn.o_proj"));
-    take(one.gate_proj, find.matrix(p + "mlp.gate_proj"));
-    take(one.up_proj, find.matrix(p + "mlp.up_proj"));
-    take(one.down_proj, find.matrix(p + "mlp.down_proj"));
+    auto take_mlp = [&](const std::string& at, Mlp& mlp) {
+      take(mlp.gate_proj, find.matrix(at + "gate_proj"));
+      take(mlp.up_proj, find.matrix(at + "up_proj"));
+      take(mlp.down_proj, find.matrix(at + "down_proj"));
+    };
+    if (config.experts == 0) {
+      take_mlp(p + "mlp.", one.mlp);
+    } else {
+      take(one.router, find.matrix(p + "mlp.gate"));
+      one.experts.resize(config.experts);
+      for (uint32_t e = 0; e < config.experts; ++e) {
+        take_mlp(p + "mlp.experts." + std::to_string(e) + ".", one.experts[e]);
+      }
+    }
   }
   take(w.final_norm, find.vector("final_norm"));
   take(w.lm_head, find.matrix("lm_head"));

@@ -14,15 +14,19 @@ using ops::kActBytes;
 using ops::kF32Bytes;
 
 // One grouped GEMM over the token-expert pairs of a submission ("moe_grouped_dense"): rows
-// = tokens x active_experts, int4 w4af16 weights of each touched expert's [out, in] shard
-// with one f32 scale per group of input elements. The math runs in 16 bits on dequantised
-// weights (the "AF16"), so the op is costed at the 16-bit peak, not the int8 one.
+// = tokens x active_experts over each touched expert's [out, in] shard. Int4 w4af16 weights
+// carry one f32 scale per group of input elements and the math runs in 16 bits on
+// dequantised weights (the "AF16"), so the op is costed at the 16-bit peak; int8
+// w8a8_dynamic weights carry one f32 scale per row and run at the int8 peak.
 calbin::Op grouped_dense(std::string name, int layer, uint64_t rows, uint64_t touched, uint64_t out,
-                         uint64_t in) {
-  const uint64_t expert_bytes = out * in / 2 + out * (in / kW4af16GroupSize) * kF32Bytes;
+                         uint64_t in, calbin::Dtype weights) {
+  const bool int4 = weights == calbin::Dtype::kInt4;
+  const uint64_t expert_bytes =
+      int4 ? out * in / 2 + out * (in / kW4af16GroupSize) * kF32Bytes : out * in + out * kF32Bytes;
   const uint64_t bytes = touched * expert_bytes + rows * (in + out) * kActBytes;
-  calbin::Op made = ops::op("moe_grouped_dense", std::move(name), layer, ops::dims({rows, out, in}),
-                            calbin::Dtype::kF16, 2 * rows * out * in, bytes);
+  calbin::Op made =
+      ops::op("moe_grouped_dense", std::move(name), layer, ops::dims({rows, out, in}),
+              int4 ? calbin::Dtype::kF16 : calbin::Dtype::kInt8, 2 * rows * out * in, bytes);
   // The timing model rescales these to the experts a submission of any length touches.
   made.weight_bytes = touched * expert_bytes;
   made.experts = static_cast<uint32_t>(touched);
@@ -55,24 +59,17 @@ void add_moe_attention(const std::string& p, int l, const ChipShape& s,
 // runs its slice of the same experts. The down GEMM's epilogue applies the routing weights
 // and sums a token's experts, leaving the chip's FP32 partial for the all-reduce.
 void add_moe(const std::string& p, int l, const ChipShape& s, uint64_t touched,
-             std::vector<calbin::Op>& out) {
+             const ModelConfig& c, std::vector<calbin::Op>& out) {
   const uint64_t pairs = s.tokens * s.active_experts;
+  const calbin::Dtype w = c.quant.experts;
   out.push_back(ops::rmsnorm(p + "ffn_norm", l, s.tokens, s.hidden));
-  out.push_back(ops::quant_matmul(p + "router", l, s.tokens, s.experts, s.hidden));
+  out.push_back(ops::matmul(p + "router", l, s.tokens, s.experts, s.hidden, c.quant.router));
   out.push_back(topk_router(p + "topk", l, s));
-  out.push_back(grouped_dense(p + "experts.gate", l, pairs, touched, s.ffn, s.hidden));
-  out.push_back(grouped_dense(p + "experts.up", l, pairs, touched, s.ffn, s.hidden));
+  out.push_back(grouped_dense(p + "experts.gate", l, pairs, touched, s.ffn, s.hidden, w));
+  out.push_back(grouped_dense(p + "experts.up", l, pairs, touched, s.ffn, s.hidden, w));
   out.push_back(ops::silu_mul(p + "experts.silu_mul", l, pairs, s.ffn));
-  out.push_back(grouped_dense(p + "experts.down", l, pairs, touched, s.hidden, s.ffn));
+  out.push_back(grouped_dense(p + "experts.down", l, pairs, touched, s.hidden, s.ffn, w));
   out.push_back(ops::allreduce(p + "mlp_allreduce", l, s));
-}
-
-// Only the last token's logits leave the device, so the head runs on one row; lm_head is
-// int8 w8a8_dynamic like the other quantised matmuls, split by vocabulary.
-void add_moe_head(const ChipShape& s, std::vector<calbin::Op>& out) {
-  out.push_back(ops::rmsnorm("final_norm", -1, 1, s.hidden));
-  out.push_back(ops::quant_matmul("lm_head", -1, 1, s.vocab, s.hidden));
-  out.push_back(ops::logits_gather(s));
 }
 
 }  // namespace
@@ -90,9 +87,9 @@ std::vector<calbin::ChipOps> moe_op_lists(const ModelConfig& config, calbin::Mod
   for (uint32_t l = 0; l < config.layers; ++l) {
     const std::string prefix = "layers." + std::to_string(l) + ".";
     add_moe_attention(prefix, static_cast<int>(l), s, list);
-    add_moe(prefix, static_cast<int>(l), s, touched, list);
+    add_moe(prefix, static_cast<int>(l), s, touched, config, list);
   }
-  add_moe_head(s, list);
+  ops::add_head(s, config.quant.lm_head, list);
   return ops::on_every_chip(list, config.chips);
 }
 

@@ -42,6 +42,18 @@ calbin::Op quant_matmul(std::string name, int layer, uint64_t rows, uint64_t out
   return made;
 }
 
+calbin::Op matmul(std::string name, int layer, uint64_t rows, uint64_t out, uint64_t in,
+                  calbin::Dtype weights) {
+  if (weights == calbin::Dtype::kInt8) {
+    return quant_matmul(std::move(name), layer, rows, out, in);
+  }
+  calbin::Op made =
+      op("matmul", std::move(name), layer, dims({rows, out, in}), calbin::Dtype::kBf16,
+         2 * rows * out * in, (out * in + rows * (in + out)) * kActBytes);
+  made.weight_bytes = out * in * kActBytes;
+  return made;
+}
+
 calbin::Op rmsnorm(std::string name, int layer, uint64_t rows, uint64_t width) {
   calbin::Op made =
       op("fused_rmsnorm", std::move(name), layer, dims({rows, width}), calbin::Dtype::kBf16,
@@ -87,6 +99,12 @@ calbin::Op logits_gather(const ChipShape& s) {
   const uint64_t full_vocab = s.vocab * 2;
   return op("d2d_gather", "logits_gather", -1, dims({1, full_vocab}), calbin::Dtype::kBf16, 0,
             2 * full_vocab * kActBytes);
+}
+
+void add_head(const ChipShape& s, calbin::Dtype lm_head, std::vector<calbin::Op>& out) {
+  out.push_back(rmsnorm("final_norm", -1, 1, s.hidden));
+  out.push_back(matmul("lm_head", -1, 1, s.vocab, s.hidden, lm_head));
+  out.push_back(logits_gather(s));
 }
 
 std::vector<calbin::ChipOps> on_every_chip(const std::vector<calbin::Op>& ops, uint32_t chips) {

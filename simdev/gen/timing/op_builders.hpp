@@ -37,6 +37,10 @@ calbin::Op op(std::string type, std::string name, int layer, std::vector<int64_t
 // "quant_matmul_add": int8 weights [out, in] with f32 row scales, `rows` activation rows in
 // and out; the residual add, where there is one, is fused and moves no extra bytes.
 calbin::Op quant_matmul(std::string name, int layer, uint64_t rows, uint64_t out, uint64_t in);
+// A matmul with weights stored as `weights`: int8 is quant_matmul(); bf16 weights are read
+// as they are and accumulated in FP32 ("matmul").
+calbin::Op matmul(std::string name, int layer, uint64_t rows, uint64_t out, uint64_t in,
+                  calbin::Dtype weights);
 calbin::Op rmsnorm(std::string name, int layer, uint64_t rows, uint64_t width);
 // RoPE over the chip's query and KV heads.
 calbin::Op rope(std::string name, int layer, const ChipShape& s);
@@ -47,6 +51,10 @@ calbin::Op allreduce(std::string name, int layer, const ChipShape& s);
 calbin::Op embedding(const ChipShape& s);
 // Gathers the chips' logits halves into the full row on chip 0.
 calbin::Op logits_gather(const ChipShape& s);
+
+// The head: final norm and lm_head on one row (only the last token's logits leave the
+// device), then the gather of the chips' vocabulary slices.
+void add_head(const ChipShape& s, calbin::Dtype lm_head, std::vector<calbin::Op>& out);
 
 // The same op list on every chip: tensor parallel runs every layer on every chip.
 std::vector<calbin::ChipOps> on_every_chip(const std::vector<calbin::Op>& ops, uint32_t chips);

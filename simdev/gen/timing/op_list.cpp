@@ -30,18 +30,6 @@ void add_mlp(const std::string& p, int l, const ChipShape& s, std::vector<calbin
   out.push_back(ops::allreduce(p + "mlp_allreduce", l, s));
 }
 
-// Only the last token's logits leave the device, so the head runs on one row. The dense
-// models keep lm_head in bf16 (MODEL.md).
-void add_head(const ChipShape& s, std::vector<calbin::Op>& out) {
-  out.push_back(ops::rmsnorm("final_norm", -1, 1, s.hidden));
-  calbin::Op head =
-      ops::op("matmul", "lm_head", -1, ops::dims({1, s.vocab, s.hidden}), calbin::Dtype::kBf16,
-              2 * s.vocab * s.hidden, (s.vocab * s.hidden + s.hidden + s.vocab) * kActBytes);
-  head.weight_bytes = s.vocab * s.hidden * kActBytes;
-  out.push_back(std::move(head));
-  out.push_back(ops::logits_gather(s));
-}
-
 }  // namespace
 
 std::vector<calbin::ChipOps> op_lists(const ModelConfig& config, calbin::ModelType type) {
@@ -53,7 +41,7 @@ std::vector<calbin::ChipOps> op_lists(const ModelConfig& config, calbin::ModelTy
     add_attention(prefix, static_cast<int>(l), s, list);
     add_mlp(prefix, static_cast<int>(l), s, list);
   }
-  add_head(s, list);
+  ops::add_head(s, config.quant.lm_head, list);
   return ops::on_every_chip(list, config.chips);
 }
 

@@ -38,6 +38,10 @@ ModelConfig qwen3_30b_a3b_config() {
   c.ffn = 768;  // moe_intermediate_size, per expert; there is no shared expert
   c.experts = 128;
   c.active_experts = 8;
+  c.norm_topk_prob = true;
+  // As moe_weight_specs declares them: int4 w4af16 experts, int8 w8a8_dynamic router and
+  // lm_head.
+  c.quant = {calbin::Dtype::kInt8, calbin::Dtype::kInt4, calbin::Dtype::kInt8};
   c.vocab = 151936;
   c.context = 40960;
   c.batch = 1;

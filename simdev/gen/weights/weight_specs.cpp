@@ -29,6 +29,26 @@ void add_mlp_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) 
   specs.push_back(matrix(p + "mlp.down_proj", "mlp_down", l, h, f, 1));
 }
 
+// A functional MoE layer (calbin/MODEL.md, "Mixture of experts"), named as Hugging Face's
+// Qwen3-MoE names them: a bf16 router `mlp.gate` replicated on every chip, so every chip
+// picks the same experts, and each expert an int8 MLP split like the dense one.
+void add_moe_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) {
+  const std::string p = "layers." + std::to_string(l) + ".";
+  const int64_t h = c.hidden, f = c.ffn;
+  specs.push_back(norm(p + "ffn_norm", "ffn_norm", l, h));
+  // Router logits of std ~2 on a unit-RMS input: top-k picks with clear margins, as a trained
+  // router's are.
+  const double router_std = 2.0 / std::sqrt(static_cast<double>(h));
+  specs.push_back(
+      {p + "mlp.gate", "moe_router", l, {c.experts, h}, Storage::kBf16, -1, 0.0, router_std});
+  for (uint32_t e = 0; e < c.experts; ++e) {
+    const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+    specs.push_back(matrix(x + "gate_proj", "moe_expert_gate", l, f, h, 0));
+    specs.push_back(matrix(x + "up_proj", "moe_expert_up", l, f, h, 0));
+    specs.push_back(matrix(x + "down_proj", "moe_expert_down", l, h, f, 1));
+  }
+}
+
 // The experts of one MoE layer stacked into one tensor each, [experts, out, in], as the
 // grouped GEMM reads them. Tensor parallel splits each expert's intermediate dimension, so
 // every chip holds a slice of every expert (not whole experts: that would be expert
@@ -86,7 +106,11 @@ std::vector<WeightSpec> weight_specs(const ModelConfig& c) {
   specs.push_back({"tok_embeddings", "embedding", -1, {v, h}, Storage::kBf16, -1, 0.0, 1.0});
   for (uint32_t l = 0; l < c.layers; ++l) {
     add_attention_specs(c, static_cast<int>(l), specs);
-    add_mlp_specs(c, static_cast<int>(l), specs);
+    if (c.experts > 0) {
+      add_moe_specs(c, static_cast<int>(l), specs);
+    } else {
+      add_mlp_specs(c, static_cast<int>(l), specs);
+    }
   }
   specs.push_back(norm("final_norm", "final_norm", -1, h));
   // The final hidden state has unit RMS, so std 3/sqrt(H) gives logits of std ~3: greedy

@@ -75,9 +75,10 @@ TEST(ConfigFile, LlamaDerivesItsHeadSize) {
 TEST(ConfigFile, Qwen3MoeTakesTheExpertShape) {
   const ModelConfig c = read_ok(kConfigs / "qwen3-moe-small" / "config.json");
   EXPECT_EQ(c.architecture, "qwen3_moe");
-  EXPECT_EQ(c.experts, 16u);
-  EXPECT_EQ(c.active_experts, 4u);
-  EXPECT_EQ(c.ffn, 256u) << "moe_intermediate_size, not intermediate_size";
+  EXPECT_EQ(c.experts, 8u);
+  EXPECT_EQ(c.active_experts, 2u);
+  EXPECT_EQ(c.ffn, 64u) << "moe_intermediate_size, not intermediate_size";
+  EXPECT_TRUE(c.norm_topk_prob);
 }
 
 TEST(ConfigFile, ProjectYamlOverridesItsHuggingFaceBase) {
@@ -155,6 +156,8 @@ TEST_F(ConfigErrors, FilesThatAreNotConfigs) {
   expect_error(
       write("model/config.json", "{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": [1]}"),
       "mlp_only_layers", "[1]: every layer must be MoE");
+  expect_error(write("model/config.json", "{\"model_type\": \"qwen3_moe\", \"norm_topk_prob\": 1}"),
+               "norm_topk_prob", "1: not true/false");
 }
 
 TEST_F(ConfigErrors, ProjectYamlKeys) {
@@ -166,6 +169,8 @@ TEST_F(ConfigErrors, ProjectYamlKeys) {
   expect_error(write("v.yaml", "name: v\nv_cache: int4\n"), "v_cache",
                "'int4' is not bf16 or int8");
   expect_error(write("w.yaml", "name: w\nv_cache: [int8]\n"), "v_cache", "not bf16 or int8");
+  expect_error(write("t.yaml", "name: t\nnorm_topk_prob: maybe\n"), "norm_topk_prob",
+               "'maybe' is not true or false");
   {
     // The base's own error names the base.
     auto missing = read_model_config(write("f.yaml", "name: f\nhf_config: nowhere/config.json\n"));

@@ -52,7 +52,7 @@ TEST(CalbinWeights, ReassembleTheGeneratorsTensorsExactly) {
     const auto& b = from_memory->layers[l];
     EXPECT_EQ(a.q_proj.values, b.q_proj.values) << "layer " << l;
     EXPECT_EQ(a.o_proj.values, b.o_proj.values) << "layer " << l;
-    EXPECT_EQ(a.down_proj.values, b.down_proj.values) << "layer " << l;
+    EXPECT_EQ(a.mlp.down_proj.values, b.mlp.down_proj.values) << "layer " << l;
     EXPECT_EQ(a.k_norm, b.k_norm) << "layer " << l;
   }
 }

@@ -68,10 +68,17 @@ ref::Weights assemble(Tensors& t, uint32_t layers) {
   w.lm_head = t["lm_head"];
   for (uint32_t l = 0; l < layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
-    w.layers.push_back({t[p + "attn_norm"].values, t[p + "attn.q_norm"].values,
-                        t[p + "attn.k_norm"].values, t[p + "ffn_norm"].values, t[p + "attn.q_proj"],
-                        t[p + "attn.k_proj"], t[p + "attn.v_proj"], t[p + "attn.o_proj"],
-                        t[p + "mlp.gate_proj"], t[p + "mlp.up_proj"], t[p + "mlp.down_proj"]});
+    w.layers.push_back({t[p + "attn_norm"].values,
+                        t[p + "attn.q_norm"].values,
+                        t[p + "attn.k_norm"].values,
+                        t[p + "ffn_norm"].values,
+                        t[p + "attn.q_proj"],
+                        t[p + "attn.k_proj"],
+                        t[p + "attn.v_proj"],
+                        t[p + "attn.o_proj"],
+                        {t[p + "mlp.gate_proj"], t[p + "mlp.up_proj"], t[p + "mlp.down_proj"]},
+                        {},
+                        {}});
   }
   return w;
 }

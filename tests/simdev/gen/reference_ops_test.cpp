@@ -103,5 +103,32 @@ TEST(ReferenceOps, AttentionIgnoresSlotsBeyondTheCount) {
   EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1}));
 }
 
+// MODEL.md, "Mixture of experts", worked by hand: logits {1, 3, 3, 0.5}, top-2. Experts 1 and
+// 2 tie at 3, both are taken, the lower id first; their softmax shares are 1 / S with
+// S = e^-2 + 1 + 1 + e^-2.5, and renormalised over the two they are 1/2 each.
+TEST(ReferenceOps, RouteTakesTheLargestLogitsLowerIdFirst) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.5f};
+  const double sum = std::exp(-2.0) + 2.0 + std::exp(-2.5);
+  Route r = route(logits, 2, false);
+  std::vector<uint32_t> ids = r.experts;
+  std::vector<float> weights = r.weights;
+  EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+  EXPECT_FLOAT_EQ(weights[0], static_cast<float>(1.0 / sum));
+  EXPECT_FLOAT_EQ(weights[1], static_cast<float>(1.0 / sum));
+  r = route(logits, 2, true);
+  ids = r.experts;
+  weights = r.weights;
+  EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+  EXPECT_FLOAT_EQ(weights[0], 0.5f);
+  EXPECT_FLOAT_EQ(weights[1], 0.5f);
+  // A clear winner: top-1 of {0, 2, -1} is expert 1 with weight 1 when renormalised.
+  const std::vector<float> three = {0.0f, 2.0f, -1.0f};
+  r = route(three, 1, true);
+  ids = r.experts;
+  weights = r.weights;
+  EXPECT_EQ(ids, (std::vector<uint32_t>{1}));
+  EXPECT_FLOAT_EQ(weights[0], 1.0f);
+}
+
 }  // namespace
 }  // namespace simdev::gen::ref

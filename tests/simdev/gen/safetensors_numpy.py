@@ -2,7 +2,7 @@
 """Writes a Hugging Face-style checkpoint with NumPy alone, as a numerics team would export
 one: config.json (copied) and model.safetensors, or shards with model.safetensors.index.json.
 
-The tensors follow the Qwen3 names and shapes of the config, with the scales a trained model
+The tensors follow the Qwen3 (or Qwen3-MoE: router and experts) names and shapes of the config, with the scales a trained model
 has at initialisation: matrices N(0, 1/fan_in), norms 1 + N(0, 0.1), embeddings N(0, 1),
 an untied lm_head N(0, 9/hidden) (logits of std ~3, the margins the smoke's greedy
 agreement relies on; calbin/MODEL.md). `simdev gen --config DIR/config.json --weights DIR`
@@ -70,10 +70,16 @@ def main():
     head_dim = config.get("head_dim", hidden // heads)
     ffn, vocab = config["intermediate_size"], config["vocab_size"]
     tied = config.get("tie_word_embeddings", False)
+    experts = config.get("num_experts", 0) if config["model_type"] == "qwen3_moe" else 0
     rng = np.random.default_rng(args.seed)
 
     def matrix(out_dim, in_dim):
         return rng.normal(0.0, 1.0 / np.sqrt(in_dim), (out_dim, in_dim))
+
+    def mlp(prefix, width):
+        return [(prefix + "gate_proj.weight", matrix(width, hidden)),
+                (prefix + "up_proj.weight", matrix(width, hidden)),
+                (prefix + "down_proj.weight", matrix(hidden, width))]
 
     def norm(size):
         return 1.0 + rng.normal(0.0, 0.1, (size,))
@@ -93,10 +99,16 @@ def main():
             (p + "self_attn.k_norm.weight", norm(head_dim)),
             (p + "self_attn.o_proj.weight", matrix(hidden, heads * head_dim)),
             (p + "post_attention_layernorm.weight", norm(hidden)),
-            (p + "mlp.gate_proj.weight", matrix(ffn, hidden)),
-            (p + "mlp.up_proj.weight", matrix(ffn, hidden)),
-            (p + "mlp.down_proj.weight", matrix(hidden, ffn)),
         ]
+        if experts == 0:
+            tensors += mlp(p + "mlp.", ffn)
+        else:
+            # Qwen3-MoE: the router `mlp.gate` (logits of std ~2 on a unit-RMS input, margins
+            # between the top-k picks as a trained router has), then each expert's MLP.
+            tensors.append((p + "mlp.gate.weight", rng.normal(0.0, 2.0 / np.sqrt(hidden),
+                                                              (experts, hidden))))
+            for e in range(experts):
+                tensors += mlp(p + f"mlp.experts.{e}.", config["moe_intermediate_size"])
     tensors.append(("model.norm.weight", norm(hidden)))
     if not tied:
         tensors.append(("lm_head.weight", rng.normal(0.0, 3.0 / np.sqrt(hidden), (vocab, hidden))))

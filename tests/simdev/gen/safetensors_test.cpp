@@ -241,7 +241,7 @@ TEST_F(Safetensors, GenRefusesWeightsItCannotUse) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--preset tiny" + weights, "--weights: needs --config"},
       {"--config '" + (configs / "qwen3-moe-small/config.json").string() + "'" + weights,
-       "num_experts"},
+       "neither model.safetensors nor model.safetensors.index.json"},
       {"--config '" + (configs / "llama-small/config.json").string() + "'" + weights,
        "model_type: 'llama'"},
       {"--config '" + (configs / "qwen3-small/config.json").string() + "'" + weights,
