@@ -158,14 +158,20 @@ void load_calbin_models(Session& s, StepResult& step) {
   s.models_ok = step.passed();
   step.summary = fmt::format(
       "version={} arch={} abi={} models={} prefill={} decode={} vocab={} context={} "
-      "chunk={} batch={} layers={} kv={}{}",
+      "chunk={} batch={} layers={} kv={}{}{}",
       s.info.calbin_version, s.info.architecture, s.info.runtime_abi, s.info.model_count,
       prefill ? prefill->name : "?", decode ? decode->name : "?", s.info.vocab, s.info.context,
       s.info.prefill_chunk, s.info.batch, s.info.layers, calrt::to_string(s.info.kv_dtype),
       // The ABI reports one KV type, the K-cache's; an S8 V-cache shows in the manifest.
       s.inputs.manifest.llm.v_dtype == s.inputs.manifest.llm.k_dtype
           ? ""
-          : fmt::format(" (v {})", calbin::to_string(s.inputs.manifest.llm.v_dtype)));
+          : fmt::format(" (v {})", calbin::to_string(s.inputs.manifest.llm.v_dtype)),
+      // The ABI does not describe the model's MLP; a mixture of experts shows in the manifest.
+      s.inputs.manifest.llm.experts == 0
+          ? ""
+          : fmt::format(" experts={} (top-{}{})", s.inputs.manifest.llm.experts,
+                        s.inputs.manifest.llm.active_experts,
+                        s.inputs.manifest.llm.norm_topk_prob ? ", renormalised" : ""));
   step.details.update({{"calbin_version", s.info.calbin_version},
                        {"architecture", s.info.architecture},
                        {"runtime_abi", s.info.runtime_abi},

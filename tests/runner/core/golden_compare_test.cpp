@@ -135,6 +135,39 @@ TEST(ScaledGates, AFartherReferenceOpensEachGateByItsMargin) {
   EXPECT_EQ(t.max_contract_mean_ulps, defaults.max_contract_mean_ulps);
 }
 
+// A mixture of experts: a row whose W8A8 numerics route a token to other experts than FP32
+// is far from FP32 by that discrete choice, so the per-row gates open past their ceilings to
+// 1.5x (cosine, max abs) or 0.1 beyond (top-k) the reference's own row; the run gates keep
+// their ceilings, so numerics that lose too much on average still fail.
+TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
+  Thresholds routed;
+  routed.routed_model = true;
+  Fp32Distance flipped;
+  flipped.cosine = 0.95;
+  flipped.max_abs_error = 6.0;
+  flipped.top_k_overlap = 0.3;
+  flipped.rel_rms = 0.5;
+  flipped.gain_bias = 0.2;
+  flipped.greedy = 0.2;
+  const Thresholds t = scaled_by_reference(routed, flipped);
+  EXPECT_NEAR(t.min_cosine, 1.0 - 0.075, 1e-12);
+  EXPECT_NEAR(t.max_abs_error, 9.0, 1e-12);
+  EXPECT_NEAR(t.min_top_k_overlap, 0.2, 1e-12);
+  EXPECT_EQ(t.max_mean_rel_rms, 0.1);
+  EXPECT_EQ(t.max_gain_bias, 0.01);
+  EXPECT_NEAR(t.min_greedy, 0.7, 1e-12);
+  // The same row of a dense model stops at the ceilings.
+  const Thresholds dense = scaled_by_reference(Thresholds{}, flipped);
+  EXPECT_NEAR(dense.min_cosine, 0.99, 1e-12);
+  EXPECT_EQ(dense.max_abs_error, 4.0);
+  // A device beyond the opened row still fails it.
+  Comparison device;
+  device.cosine = 0.9;
+  device.max_abs_error = 9.5;
+  device.top_k_overlap = 0.1;
+  EXPECT_EQ(shortfalls(device, t).size(), 3u);
+}
+
 TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
   Fp32Distance lossy;
   lossy.cosine = 0.9;
