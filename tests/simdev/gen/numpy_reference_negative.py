@@ -21,11 +21,46 @@ numbers are wrong and must catch it by the logits, not by the checksum. Defects:
   bad-shape       len17's prefill_logits stored with one logit less: exit 2 naming the shape
   no-manifest     manifest.json deleted: exit 2 naming it
 
+On a mixture-of-experts calbin (qwen3-moe-small; `none` applies there too):
+
+  moe-router      the sign of the largest-magnitude BF16 weight of layers.1.mlp.gate (the
+                  router) flipped: exit 1
+  moe-expert-sign the sign of the largest int8 value of layers.0.mlp.experts.3.gate_proj's
+                  second shard flipped: exit 1
+  moe-top-k       llm.active_experts set to experts + 1: exit 2 naming the field and value
+  moe-no-expert   the entries of layers.1.mlp.experts.7.up_proj removed: exit 2 naming it
+  moe-other-routing
+                  len255's golden rewritten with the layer-0 router decision closest to a
+                  tie taken the other way (its k-th and (k+1)-th experts swapped), checked
+                  with --router-margin twice that decision's gap: exit 0 naming the changed
+                  choice ("golden routed pos P layer 0 ...")
+  moe-other-routing-far
+                  the same golden checked with half that gap as the margin: exit 1
+
+The two moe-other-routing controls test the search for routings, not the model: their golden
+comes from numpy_reference.py's own model (a golden routed otherwise by the generator's FP32
+noise has not been seen in 110 seeds), so they prove that another routing is run, used and
+named when it is a near-tie, and refused when it is not.
+
+On a calbin with w4af16 experts (qwen3-moe-w4):
+
+  w4-nibbles      in layers.1.mlp.experts.2.up_proj's second shard, the two nibbles of the
+                  byte whose weights differ most swapped (a writer that packs the even column
+                  high): exit 1
+  w4-scale        the first group scale of layers.0.mlp.experts.4.down_proj's second shard
+                  (an axis-1 shard, so one of its own groups) multiplied by 1.5: exit 1
+  w4-group-size   layers.0.mlp.experts.0.gate_proj's first shard declaring group_size 31:
+                  exit 2 naming the tensor and the value
+
+A plant may return arguments for the check (the moe-other-routing margins).
+
 Exit status 0 when the check ended as expected (its exit status and the expected message),
-1 otherwise (the check's output is shown), 2 on a usage error.
+1 otherwise (the check's output is shown), 2 on a usage error (also a defect whose tensor
+the source calbin does not have).
 """
 import argparse
 import hashlib
+import importlib.util
 import json
 import pathlib
 import re
@@ -88,11 +123,17 @@ def plant_golden_logit(calbin, manifest):
     rehash(calbin, manifest, full_rel)
 
 
-def shard_of(manifest, name, index):
-    (entry,) = [
-        w for w in manifest["weights"] if w["name"] == name and w["shard"]["index"] == index
-    ]
-    return entry
+def shard_of(manifest, name, index, dtype=None):
+    found = [w for w in manifest["weights"] if w["name"] == name and w["shard"]["index"] == index]
+    if len(found) != 1 or (dtype and found[0]["dtype"] != dtype):
+        # A defect planted in the wrong kind of calbin is the caller's mistake, not a detection.
+        print(
+            f"numpy_reference_negative: the source has no {dtype or 'weight'} shard {index} of "
+            f"{name} (MoE defects need an MoE calbin, w4 defects a w4af16 one)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return found[0]
 
 
 def plant_weight_sign(calbin, manifest, update_checksum=True):
@@ -121,6 +162,121 @@ def plant_norm_scale(calbin, manifest):
     rehash(calbin, manifest, entry["file"])
 
 
+def plant_moe_router(calbin, manifest):
+    entry = shard_of(manifest, "layers.1.mlp.gate", 0, "bf16")
+    path = calbin / entry["file"]
+    data = bytearray(path.read_bytes())
+    raw = np.frombuffer(data, "<u2", entry["bytes"] // 2, entry["offset"])
+    # The largest magnitude, so that the routing weights of many tokens move, and perhaps
+    # their experts; flipping the BF16 sign bit is exact.
+    at = int(np.argmax(np.abs((raw.astype(np.uint32) << 16).view(np.float32))))
+    start = entry["offset"] + 2 * at
+    data[start : start + 2] = np.array([raw[at] ^ 0x8000], "<u2").tobytes()
+    path.write_bytes(bytes(data))
+    rehash(calbin, manifest, entry["file"])
+
+
+def plant_moe_expert_sign(calbin, manifest):
+    entry = shard_of(manifest, "layers.0.mlp.experts.3.gate_proj", 1, "int8")
+    path = calbin / entry["file"]
+    data = bytearray(path.read_bytes())
+    values = np.frombuffer(data, np.int8, entry["bytes"], entry["offset"])
+    at = int(np.argmax(values))
+    data[entry["offset"] + at] = np.int8(-values[at]).view(np.uint8)
+    path.write_bytes(bytes(data))
+    rehash(calbin, manifest, entry["file"])
+
+
+def plant_moe_top_k(calbin, manifest):
+    manifest["llm"]["active_experts"] = manifest["llm"]["experts"] + 1
+
+
+def plant_moe_no_expert(calbin, manifest):
+    shard_of(manifest, "layers.1.mlp.experts.7.up_proj", 0)
+    manifest["weights"] = [
+        w for w in manifest["weights"] if w["name"] != "layers.1.mlp.experts.7.up_proj"
+    ]
+
+
+def plant_w4_nibbles(calbin, manifest):
+    entry = shard_of(manifest, "layers.1.mlp.experts.2.up_proj", 1, "int4")
+    path = calbin / entry["file"]
+    data = bytearray(path.read_bytes())
+    packed = np.frombuffer(data, np.uint8, entry["bytes"], entry["offset"])
+    # Two's complement nibbles as signed values, to find the byte the swap changes most.
+    low = ((packed & 0x0F).astype(np.int16) ^ 8) - 8
+    high = ((packed >> 4).astype(np.int16) ^ 8) - 8
+    at = int(np.argmax(np.abs(low - high)))
+    byte = int(packed[at])
+    data[entry["offset"] + at] = ((byte & 0x0F) << 4) | (byte >> 4)
+    path.write_bytes(bytes(data))
+    rehash(calbin, manifest, entry["file"])
+
+
+def plant_w4_scale(calbin, manifest):
+    entry = shard_of(manifest, "layers.0.mlp.experts.4.down_proj", 1, "int4")
+    quant = entry["quant"]
+    path = calbin / quant["scale_file"]
+    data = bytearray(path.read_bytes())
+    start = quant["scale_offset"]
+    scale = np.frombuffer(data, "<f4", 1, start) * np.float32(1.5)
+    data[start : start + 4] = scale.astype("<f4").tobytes()
+    path.write_bytes(bytes(data))
+    rehash(calbin, manifest, quant["scale_file"])
+
+
+def plant_w4_group_size(calbin, manifest):
+    shard_of(manifest, "layers.0.mlp.experts.0.gate_proj", 0, "int4")["quant"]["group_size"] = 31
+
+
+def reference_module():
+    spec = importlib.util.spec_from_file_location("numpy_reference", CHECK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def plant_other_routing(calbin, manifest, margin_factor):
+    """len255's golden from numpy_reference's own model with the layer-0 decision closest to a
+    tie routed the other way; returns the check's --router-margin, margin_factor x its gap."""
+    ref = reference_module()
+    llm = ref.read_llm(manifest)
+    weights = ref.read_weights(manifest, ref.read_files(calbin, manifest), llm)
+    # A margin of 1 records nearly every decision of the run as a near-tie, with its gap.
+    model = ref.Model(llm, weights, 1.0)
+    (case,) = [c for c in ref.read_golden(calbin, manifest, llm) if c["name"] == "len255"]
+    routing = ref.Routing()
+    model.run(case, routing)
+    # Layer 0: the token's keys and values in layer 1 reach every later row, so the swap shows
+    # in the compared logits wherever the token is.
+    tie = min((t for t in routing.near_ties if t.layer == 0), key=lambda t: t.gap)
+    # candidates[1] is the exact rule's set with its k-th expert swapped for the (k+1)-th
+    # (top_k_candidates lists combinations in rank order).
+    forced = {(tie.position, tie.layer): tie.candidates[1]}
+    # The decode steps feed greedy, which the swap may change: iterate until it is the argmax
+    # of the FP32 rows it leads to.
+    for _ in range(case["decode_steps"] + 2):
+        prefill, decode = model.run(case, ref.Routing(forced))
+        prefill, decode = prefill.astype(np.float32), decode.astype(np.float32)
+        greedy = np.array([np.argmax(prefill)] + [np.argmax(row) for row in decode], np.int32)
+        if np.array_equal(greedy, case["greedy"]):
+            break
+        case["greedy"] = greedy
+    top_ids = np.argsort(-decode, axis=1, kind="stable")[:, : case["top_k"]].astype(np.int32)
+    arrays = {
+        "prefill_logits": prefill,
+        "greedy": greedy,
+        "top_ids": top_ids,
+        "top_logits": np.take_along_axis(decode, top_ids, axis=1),
+        "decode_logits": decode,
+    }
+    for key, array in arrays.items():
+        rel = golden_array(calbin, "len255", key)
+        np.save(calbin / rel, array)
+        rehash(calbin, manifest, rel)
+    return ["--router-margin", repr(margin_factor * float(tie.gap))]
+
+
 def plant_missing_tensor(calbin, manifest):
     manifest["weights"] = [w for w in manifest["weights"] if w["name"] != "lm_head"]
 
@@ -130,6 +286,10 @@ def plant_bad_shape(calbin, manifest):
     np.save(calbin / rel, np.load(calbin / rel)[:-1])
     rehash(calbin, manifest, rel)
 
+
+# A logit of any row beyond the tolerance: a defect in an expert only some tokens use may
+# show in the decode rows alone (top_logits[s][i], decode_logits[s][v]).
+LOGIT_FAILURE = r"FAIL len\d+: \w+_logits(\[\d+\])+: .* > tolerance"
 
 # name -> (plant, expected exit status, regular expression the check's output must match)
 DEFECTS = {
@@ -150,6 +310,36 @@ DEFECTS = {
         r"error: .*len17\.prefill_logits\.npy: .*shape \[\d+\] but the case needs \[\d+\]",
     ),
     "no-manifest": (None, 2, r"error: .*manifest\.json: missing"),
+    "moe-router": (plant_moe_router, 1, LOGIT_FAILURE),
+    "moe-expert-sign": (plant_moe_expert_sign, 1, LOGIT_FAILURE),
+    "moe-top-k": (
+        plant_moe_top_k,
+        2,
+        r"error: manifest\.json: llm\.active_experts: \d+, must be in \[1, experts \d+\]",
+    ),
+    "moe-other-routing": (
+        lambda calbin, manifest: plant_other_routing(calbin, manifest, 2.0),
+        0,
+        r"len255 .* ok  near-ties \d+, golden routed pos \d+ layer 0 experts \[[\d, ]+\] not ",
+    ),
+    "moe-other-routing-far": (
+        lambda calbin, manifest: plant_other_routing(calbin, manifest, 0.5),
+        1,
+        LOGIT_FAILURE,
+    ),
+    "moe-no-expert": (
+        plant_moe_no_expert,
+        2,
+        r"error: manifest\.json: weights: .*'layers\.1\.mlp\.experts\.7\.up_proj'",
+    ),
+    "w4-nibbles": (plant_w4_nibbles, 1, LOGIT_FAILURE),
+    "w4-scale": (plant_w4_scale, 1, LOGIT_FAILURE),
+    "w4-group-size": (
+        plant_w4_group_size,
+        2,
+        r"error: manifest\.json: weights\[\d+\] \(layers\.0\.mlp\.experts\.0\.gate_proj\)"
+        r"\.quant\.group_size: 31, must be",
+    ),
 }
 
 
@@ -166,15 +356,16 @@ def main(argv):
         shutil.rmtree(calbin)
     shutil.copytree(args.source, calbin)
     manifest_path = calbin / "manifest.json"
+    check_args = []
     if plant is None:
         manifest_path.unlink()
     else:
         manifest = json.loads(manifest_path.read_text())
-        plant(calbin, manifest)
+        check_args = plant(calbin, manifest) or []
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
     check = subprocess.run(
-        [sys.executable, str(CHECK), str(calbin)], capture_output=True, text=True
+        [sys.executable, str(CHECK), str(calbin)] + check_args, capture_output=True, text=True
     )
     output = check.stdout + check.stderr
     print(output, end="")
