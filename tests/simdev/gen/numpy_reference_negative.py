@@ -136,55 +136,63 @@ def shard_of(manifest, name, index, dtype=None):
     return found[0]
 
 
-def plant_weight_sign(calbin, manifest, update_checksum=True):
-    entry = shard_of(manifest, "layers.1.mlp.down_proj", 1)
-    path = calbin / entry["file"]
+def edit_file(calbin, manifest, rel, edit, update_checksum=True):
+    """Applies edit(bytearray) to a calbin file, rewrites it, and by default its checksum."""
+    path = calbin / rel
     data = bytearray(path.read_bytes())
-    values = np.frombuffer(data, np.int8, entry["bytes"], entry["offset"])
-    # The largest positive value, so that the flip is representable (-128 has no +128).
-    at = int(np.argmax(values))
-    data[entry["offset"] + at] = np.int8(-values[at]).view(np.uint8)
+    edit(data)
     path.write_bytes(bytes(data))
     if update_checksum:
-        rehash(calbin, manifest, entry["file"])
+        rehash(calbin, manifest, rel)
+
+
+def flip_largest_int8(calbin, manifest, entry, update_checksum=True):
+    def edit(data):
+        values = np.frombuffer(data, np.int8, entry["bytes"], entry["offset"])
+        # The largest positive value, so that the flip is representable (-128 has no +128).
+        at = int(np.argmax(values))
+        data[entry["offset"] + at] = np.int8(-values[at]).view(np.uint8)
+
+    edit_file(calbin, manifest, entry["file"], edit, update_checksum)
+
+
+def plant_weight_sign(calbin, manifest, update_checksum=True):
+    flip_largest_int8(
+        calbin, manifest, shard_of(manifest, "layers.1.mlp.down_proj", 1), update_checksum
+    )
 
 
 def plant_norm_scale(calbin, manifest):
     entry = shard_of(manifest, "layers.0.ffn_norm", 0)
-    path = calbin / entry["file"]
-    data = bytearray(path.read_bytes())
-    raw = np.frombuffer(data, "<u2", 1, entry["offset"])
-    value = (raw.astype(np.uint32) << 16).view(np.float32) * np.float32(1.5)
-    data[entry["offset"] : entry["offset"] + 2] = (
-        (to_bf16(value).view(np.uint32) >> 16).astype("<u2").tobytes()
-    )
-    path.write_bytes(bytes(data))
-    rehash(calbin, manifest, entry["file"])
+
+    def edit(data):
+        raw = np.frombuffer(data, "<u2", 1, entry["offset"])
+        value = (raw.astype(np.uint32) << 16).view(np.float32) * np.float32(1.5)
+        data[entry["offset"] : entry["offset"] + 2] = (
+            (to_bf16(value).view(np.uint32) >> 16).astype("<u2").tobytes()
+        )
+
+    edit_file(calbin, manifest, entry["file"], edit)
 
 
 def plant_moe_router(calbin, manifest):
     entry = shard_of(manifest, "layers.1.mlp.gate", 0, "bf16")
-    path = calbin / entry["file"]
-    data = bytearray(path.read_bytes())
-    raw = np.frombuffer(data, "<u2", entry["bytes"] // 2, entry["offset"])
-    # The largest magnitude, so that the routing weights of many tokens move, and perhaps
-    # their experts; flipping the BF16 sign bit is exact.
-    at = int(np.argmax(np.abs((raw.astype(np.uint32) << 16).view(np.float32))))
-    start = entry["offset"] + 2 * at
-    data[start : start + 2] = np.array([raw[at] ^ 0x8000], "<u2").tobytes()
-    path.write_bytes(bytes(data))
-    rehash(calbin, manifest, entry["file"])
+
+    def edit(data):
+        raw = np.frombuffer(data, "<u2", entry["bytes"] // 2, entry["offset"])
+        # The largest magnitude, so that the routing weights of many tokens move, and perhaps
+        # their experts; flipping the BF16 sign bit is exact.
+        at = int(np.argmax(np.abs((raw.astype(np.uint32) << 16).view(np.float32))))
+        start = entry["offset"] + 2 * at
+        data[start : start + 2] = np.array([raw[at] ^ 0x8000], "<u2").tobytes()
+
+    edit_file(calbin, manifest, entry["file"], edit)
 
 
 def plant_moe_expert_sign(calbin, manifest):
-    entry = shard_of(manifest, "layers.0.mlp.experts.3.gate_proj", 1, "int8")
-    path = calbin / entry["file"]
-    data = bytearray(path.read_bytes())
-    values = np.frombuffer(data, np.int8, entry["bytes"], entry["offset"])
-    at = int(np.argmax(values))
-    data[entry["offset"] + at] = np.int8(-values[at]).view(np.uint8)
-    path.write_bytes(bytes(data))
-    rehash(calbin, manifest, entry["file"])
+    flip_largest_int8(
+        calbin, manifest, shard_of(manifest, "layers.0.mlp.experts.3.gate_proj", 1, "int8")
+    )
 
 
 def plant_moe_top_k(calbin, manifest):
@@ -200,29 +208,28 @@ def plant_moe_no_expert(calbin, manifest):
 
 def plant_w4_nibbles(calbin, manifest):
     entry = shard_of(manifest, "layers.1.mlp.experts.2.up_proj", 1, "int4")
-    path = calbin / entry["file"]
-    data = bytearray(path.read_bytes())
-    packed = np.frombuffer(data, np.uint8, entry["bytes"], entry["offset"])
-    # Two's complement nibbles as signed values, to find the byte the swap changes most.
-    low = ((packed & 0x0F).astype(np.int16) ^ 8) - 8
-    high = ((packed >> 4).astype(np.int16) ^ 8) - 8
-    at = int(np.argmax(np.abs(low - high)))
-    byte = int(packed[at])
-    data[entry["offset"] + at] = ((byte & 0x0F) << 4) | (byte >> 4)
-    path.write_bytes(bytes(data))
-    rehash(calbin, manifest, entry["file"])
+
+    def edit(data):
+        packed = np.frombuffer(data, np.uint8, entry["bytes"], entry["offset"])
+        # Two's complement nibbles as signed values, to find the byte the swap changes most.
+        low = ((packed & 0x0F).astype(np.int16) ^ 8) - 8
+        high = ((packed >> 4).astype(np.int16) ^ 8) - 8
+        at = int(np.argmax(np.abs(low - high)))
+        byte = int(packed[at])
+        data[entry["offset"] + at] = ((byte & 0x0F) << 4) | (byte >> 4)
+
+    edit_file(calbin, manifest, entry["file"], edit)
 
 
 def plant_w4_scale(calbin, manifest):
-    entry = shard_of(manifest, "layers.0.mlp.experts.4.down_proj", 1, "int4")
-    quant = entry["quant"]
-    path = calbin / quant["scale_file"]
-    data = bytearray(path.read_bytes())
-    start = quant["scale_offset"]
-    scale = np.frombuffer(data, "<f4", 1, start) * np.float32(1.5)
-    data[start : start + 4] = scale.astype("<f4").tobytes()
-    path.write_bytes(bytes(data))
-    rehash(calbin, manifest, quant["scale_file"])
+    quant = shard_of(manifest, "layers.0.mlp.experts.4.down_proj", 1, "int4")["quant"]
+
+    def edit(data):
+        start = quant["scale_offset"]
+        scale = np.frombuffer(data, "<f4", 1, start) * np.float32(1.5)
+        data[start : start + 4] = scale.astype("<f4").tobytes()
+
+    edit_file(calbin, manifest, quant["scale_file"], edit)
 
 
 def plant_w4_group_size(calbin, manifest):
