@@ -31,7 +31,7 @@ import sys
 DEVICE_MUTANTS = ["logits_scale", "q_norm_ignored", "k_norm_ignored", "rope_interleaved",
                   "rope_theta", "rms_eps", "kv_slot_off", "lm_head_swapped", "act_per_tensor",
                   "attn_unscaled", "silu_as_relu", "kv_truncated", "gqa_mapping", "v_cache_bf16",
-                  "router_unnormalised", "expert_weights_reversed"]
+                  "router_unnormalised", "expert_weights_reversed", "int4_nibbles_swapped"]
 RUNNER_MUTANTS = ["runner:past-kv", "runner:position", "runner:stale-kv", "runner:tile16"]
 # Where the smoke must localise each mutant with its layer probes (the first point whose run
 # mean leaves the contract): the op each one changes first.
@@ -42,6 +42,7 @@ EXPECTED_PLACE.update({
     "silu_as_relu": "layer 0 MLP",
     "router_unnormalised": "layer 0 MLP",
     "expert_weights_reversed": "layer 0 MLP",
+    "int4_nibbles_swapped": "layer 0 MLP",
     # Fails at readout, before any comparison: the logits tensor's bytes disagree with a tile
     # of 16, and the failure names the tensor and both sizes.
     "runner:tile16": None,
@@ -58,7 +59,7 @@ INVISIBLE = {
 }
 # The test configs (tests/simdev/gen/configs) have a logits tile of 16 too.
 for name in ["qwen3-small", "llama-small", "qwen3-small-1chip", "qwen3-small-4chip",
-             "qwen3-small-s8v", "qwen3-moe-small"]:
+             "qwen3-small-s8v", "qwen3-moe-small", "qwen3-moe-w4"]:
     INVISIBLE[name] = {"runner:tile16": "its logits tile is 16"}
 # v_cache_bf16 changes only an int8 V-cache; the routing mutants only a mixture of experts.
 for name in INVISIBLE:
@@ -67,6 +68,8 @@ for name in INVISIBLE:
     if "moe" not in name:
         INVISIBLE[name]["router_unnormalised"] = "it has no router"
         INVISIBLE[name]["expert_weights_reversed"] = "it has no experts"
+    if not name.endswith("-w4"):
+        INVISIBLE[name]["int4_nibbles_swapped"] = "it has no int4 weights"
 
 
 def seeds_of(text):

@@ -132,6 +132,26 @@ Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& r) {
   return s;
 }
 
+ContractMeanGate contract_mean_gate_for(const calbin::Manifest& manifest) {
+  bool mlp = false;
+  bool int8_mlp = false;
+  for (const calbin::WeightTensor& w : manifest.weights) {
+    if (w.role.starts_with("mlp_") || w.role.starts_with("moe_expert_")) {
+      mlp = true;
+      int8_mlp = int8_mlp || w.quant.scheme == "w8a8_dynamic";
+    }
+  }
+  if (mlp && !int8_mlp) {
+    return {kContractMeanUlpsBf16Mlp,
+            "the calbin's MLP takes BF16 activations (no w8a8_dynamic MLP weight)"};
+  }
+  return {kContractMeanUlpsInt8Mlp, "the calbin's MLP takes int8 activations"};
+}
+
+double contract_mean_gate(const Thresholds& t) {
+  return t.max_contract_mean_ulps.value_or(kContractMeanUlpsInt8Mlp);
+}
+
 std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
                                     const Comparison* reference) {
   auto at_reference = [&](double value) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calbin/golden.hpp"
+#include "calbin/manifest.hpp"
 #include "runner/core/metrics.hpp"
 #include "runner/core/session_options.hpp"
 
@@ -116,6 +117,22 @@ struct Fp32Distance {
 // tighter than the gate's own threshold, and never past a ceiling: beyond it the declared
 // numerics themselves lose too much, and the run fails saying so.
 Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& reference);
+
+// The contract run-mean gate's default for a calbin (runner/README.md, "Calibration of the
+// numeric gates"). A correct device's run mean is FP32 order differences and the int8
+// activation roundings they flip; where the MLP takes BF16 activations (W4AF16 experts) only
+// attention's int8 matmuls flip, correct runs sit ten times closer to the contract, and the
+// attention-path defects (act_per_tensor, kv_truncated) move the mean by as little as 0.21:
+// under the int8-MLP gate, over the BF16-MLP one.
+struct ContractMeanGate {
+  double ulps = 0.0;
+  std::string basis;
+};
+inline constexpr double kContractMeanUlpsInt8Mlp = 0.25;
+inline constexpr double kContractMeanUlpsBf16Mlp = 0.1;
+ContractMeanGate contract_mean_gate_for(const calbin::Manifest& manifest);
+// The gate in force: the option, or the int8-MLP default where nothing chose one.
+double contract_mean_gate(const Thresholds& t);
 
 // One sentence per threshold the comparison misses; an argmax disagreement comes last, since
 // the smoke judges it as a rate and drops it from the per-comparison verdict. With the

@@ -232,6 +232,13 @@ int run_smoke(const SmokeOptions& requested) {
     }
     s.inputs = std::move(*inputs);
     options.thresholds.routed_model = s.inputs.manifest.llm.experts > 0;
+    if (!options.thresholds.max_contract_mean_ulps) {
+      const ContractMeanGate gate = contract_mean_gate_for(s.inputs.manifest);
+      options.thresholds.max_contract_mean_ulps = gate.ulps;
+      options.thresholds.contract_mean_basis = gate.basis;
+    } else {
+      options.thresholds.contract_mean_basis = "--max-contract-mean-ulps";
+    }
     try {
       s.api = open_runtime(s.device_spec);
     } catch (const std::exception& error) {  // LoadError, or a backend this build lacks

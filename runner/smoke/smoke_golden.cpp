@@ -150,7 +150,8 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& defaul
       gate(totals.contract.max_ulps, t.max_contract_ulps, false, totals.contract.rows > 0);
   doc["contract"]["available"] = totals.contract.rows > 0;
   doc["contract"]["mean"] =
-      gate(totals.contract.mean_ulps(), t.max_contract_mean_ulps, false, totals.contract.rows > 0);
+      gate(totals.contract.mean_ulps(), contract_mean_gate(t), false, totals.contract.rows > 0);
+  doc["contract"]["mean"]["basis"] = t.contract_mean_basis;
   doc["contract"]["rows"] = totals.contract.rows;
   doc["contract"]["differing_logits"] = totals.contract.differing;
   doc["contract"]["logits"] = totals.contract.logits;
@@ -184,11 +185,12 @@ void judge_rates(const GoldenTotals& totals, const Thresholds& defaults, StepRes
                     all.near_tie_swaps));
   }
   judge_gain(all, reference, t, step);
-  if (totals.contract.rows > 0 && !(totals.contract.mean_ulps() <= t.max_contract_mean_ulps)) {
+  if (totals.contract.rows > 0 && !(totals.contract.mean_ulps() <= contract_mean_gate(t))) {
     step.fail(fmt::format(
         "mean error against the device-contract reference {:.4f} BF16 ULPs over {} rows > {} "
-        "(every row is off a little: a systematic numerics defect)",
-        totals.contract.mean_ulps(), totals.contract.rows, t.max_contract_mean_ulps));
+        "({}; every row is off a little: a systematic numerics defect)",
+        totals.contract.mean_ulps(), totals.contract.rows, contract_mean_gate(t),
+        t.contract_mean_basis.empty() ? "--max-contract-mean-ulps" : t.contract_mean_basis));
   }
   if (t.min_free_greedy && totals.free_total > 0) {
     const double rate =

@@ -109,7 +109,8 @@ Status Device::load_weights(CalbinImage& image) {
   }
   std::vector<ChipWeights> weights;
   for (uint32_t c = 0; c < image.manifest.chips; ++c) {
-    auto chip = load_chip_weights(image.dir, image.manifest, *dims, c);
+    auto chip = load_chip_weights(image.dir, image.manifest, *dims, c,
+                                  config_.numerics_mutant == NumericsMutant::int4_nibbles_swapped);
     if (!chip) {
       return tl::unexpected(chip.error());
     }

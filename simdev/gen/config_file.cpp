@@ -179,6 +179,35 @@ calbin::Result<ModelConfig> read_hf_config(const fs::path& path) {
   return c;
 }
 
+// `quant: {experts: w8a8_dynamic | w4af16, group_size: N}`: the quant table's entries a
+// functional calbin can vary (calbin/MODEL.md); every other module is fixed by MODEL.md.
+calbin::Result<void> read_quant(const fs::path& path, const YAML::Node& node, ModelConfig& c) {
+  if (!node.IsMap()) return calbin::fail(path.string(), "quant", "not a mapping");
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    const std::string field = "quant." + key;
+    const YAML::Node& value = item.second;
+    const std::string shown = value.IsScalar() ? "'" + value.Scalar() + "'" : "a non-scalar";
+    if (key == "experts") {
+      const std::string scheme = value.IsScalar() ? value.Scalar() : "";
+      if (scheme != "w8a8_dynamic" && scheme != "w4af16") {
+        return calbin::fail(path.string(), field, shown + " is not w8a8_dynamic or w4af16");
+      }
+      c.quant.experts = scheme == "w4af16" ? calbin::Dtype::kInt4 : calbin::Dtype::kInt8;
+    } else if (key == "group_size") {
+      int64_t v = 0;
+      if (!value.IsScalar() || !YAML::convert<int64_t>::decode(value, v) || v < 2 || v % 2 != 0 ||
+          v > (1 << 20)) {
+        return calbin::fail(path.string(), field, shown + " is not an even integer of 2 or more");
+      }
+      c.quant.group_size = static_cast<uint32_t>(v);
+    } else {
+      return calbin::fail(path.string(), field, "unknown key (known: experts, group_size)");
+    }
+  }
+  return {};
+}
+
 calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
   auto text = read_text(path);
   if (!text) return tl::unexpected(text.error());
@@ -246,6 +275,8 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
         return calbin::fail(path.string(), key, shown + " is not bf16 or int8");
       }
       c.v_cache = *dtype;
+    } else if (key == "quant") {
+      if (auto ok = read_quant(path, value, c); !ok) return tl::unexpected(ok.error());
     } else if (const auto real = reals.find(key); real != reals.end()) {
       double v = 0;
       if (!value.IsScalar() || !YAML::convert<double>::decode(value, v) || !(v > 0)) {
@@ -253,7 +284,7 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       }
       *real->second = v;
     } else {
-      std::string known = "name, hf_config, v_cache, norm_topk_prob";
+      std::string known = "name, hf_config, v_cache, norm_topk_prob, quant";
       for (const auto& [k, _] : counts) known += ", " + k;
       for (const auto& [k, _] : reals) known += ", " + k;
       return calbin::fail(path.string(), key, "unknown key (known: " + known + ")");
@@ -263,6 +294,10 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
     return calbin::fail(path.string(), "name", "missing (or give hf_config)");
   }
   if (c.experts > 0) c.architecture = "qwen3_moe";
+  if (c.experts == 0 && c.quant.experts != calbin::Dtype::kInt8) {
+    return calbin::fail(path.string(), "quant.experts",
+                        "'w4af16' but the model is dense (experts: 0); only experts take int4");
+  }
   name_models(c, name.empty() ? c.calbin_version_prefix : name);
   return c;
 }

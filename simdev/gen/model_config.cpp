@@ -20,6 +20,11 @@ calbin::Result<void> check_config(const ModelConfig& c) {
   if (!nonzero) {
     return calbin::fail("preset", "", "every model dimension must be non-zero");
   }
+  const bool int4 = c.quant.experts == calbin::Dtype::kInt4;
+  const uint32_t group = c.quant.group_size;
+  // A w4af16 group never straddles a chip's slice of down_proj's inputs (MODEL.md).
+  const bool groups_fit =
+      group > 0 && group % 2 == 0 && c.hidden % group == 0 && (c.ffn / c.chips) % group == 0;
   const Check checks[] = {
       {c.chips <= 8, "chips", "at most 8 chips, got " + std::to_string(c.chips)},
       {c.q_heads % c.kv_heads == 0, "q_heads",
@@ -40,6 +45,11 @@ calbin::Result<void> check_config(const ModelConfig& c) {
        "active_experts",
        std::to_string(c.active_experts) + " active of " + std::to_string(c.experts) +
            " experts: need 1..experts active, or neither for a dense model"},
+      {c.quant.experts == calbin::Dtype::kInt8 || int4, "quant.experts",
+       std::string(calbin::to_string(c.quant.experts)) + ": experts are int8 or int4"},
+      {!int4 || groups_fit, "quant.group_size",
+       std::to_string(group) + " must be even and divide hidden " + std::to_string(c.hidden) +
+           " and each chip's expert slice " + std::to_string(c.ffn / c.chips)},
   };
   for (const Check& check : checks) {
     if (!check.ok) {

@@ -7,6 +7,7 @@
 
 #include "calbin/manifest.hpp"
 #include "calbin/result.hpp"
+#include "simdev/gen/weights/quantize.hpp"
 
 namespace simdev::gen {
 
@@ -26,14 +27,15 @@ struct ModelConfig {
   uint32_t active_experts = 0;
   bool norm_topk_prob = false;  // MoE: renormalise the top-k routing weights (Hugging Face)
   // What the modules that differ between calbins are stored as (the reference's
-  // per-module quantization table). Functional calbins hold int8 w8a8_dynamic experts, a
-  // bf16 router and a bf16 lm_head (calbin/MODEL.md); the timing-only reference preset
-  // declares int4 w4af16 experts and an int8 router and lm_head. The op lists charge what is
-  // declared.
+  // per-module quantization table). Functional calbins hold a bf16 router and lm_head and
+  // int8 w8a8_dynamic or int4 w4af16 experts (calbin/MODEL.md); the timing-only reference
+  // preset declares int4 w4af16 experts and an int8 router and lm_head. The op lists charge
+  // what is declared.
   struct ModuleQuant {
     calbin::Dtype router = calbin::Dtype::kBf16;
     calbin::Dtype experts = calbin::Dtype::kInt8;
     calbin::Dtype lm_head = calbin::Dtype::kBf16;
+    uint32_t group_size = kW4af16GroupSize;  // int4 experts: inputs per scale
   } quant;
   uint32_t vocab = 1000;
   uint32_t context = 4608;

@@ -28,25 +28,26 @@ enum class NumericsMutant : uint8_t {
   v_cache_bf16,             // an int8 V-cache kept in BF16 (the calbin's v_dtype ignored)
   router_unnormalised,      // MoE: the top-k weights not renormalised (norm_topk_prob ignored)
   expert_weights_reversed,  // MoE: a token's routing weights applied to its experts reversed
+  int4_nibbles_swapped,     // w4af16: a byte's two weights read high nibble first
 };
 
-inline constexpr std::array<std::string_view, 17> kNumericsMutantNames = {
-    "none",
-    "logits_scale",
-    "q_norm_ignored",
-    "k_norm_ignored",
-    "rope_interleaved",
-    "rope_theta",
-    "rms_eps",
-    "gqa_mapping",
-    "kv_slot_off",
-    "lm_head_swapped",
-    "act_per_tensor",
-    "attn_unscaled",
-    "kv_truncated",
-    "silu_as_relu",
-    "v_cache_bf16",
-    "router_unnormalised",
-    "expert_weights_reversed"};
+inline constexpr std::array<std::string_view, 18> kNumericsMutantNames = {"none",
+                                                                          "logits_scale",
+                                                                          "q_norm_ignored",
+                                                                          "k_norm_ignored",
+                                                                          "rope_interleaved",
+                                                                          "rope_theta",
+                                                                          "rms_eps",
+                                                                          "gqa_mapping",
+                                                                          "kv_slot_off",
+                                                                          "lm_head_swapped",
+                                                                          "act_per_tensor",
+                                                                          "attn_unscaled",
+                                                                          "kv_truncated",
+                                                                          "silu_as_relu",
+                                                                          "v_cache_bf16",
+                                                                          "router_unnormalised",
+                                                                          "expert_weights_reversed",
+                                                                          "int4_nibbles_swapped"};
 
 }  // namespace simdev

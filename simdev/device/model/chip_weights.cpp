@@ -14,6 +14,7 @@ struct Loader {
   const calbin::Manifest& manifest;
   const ModelDims& dims;
   uint32_t chip;
+  bool swap_nibbles = false;
   uint64_t loaded_bytes = 0;
 
   uint32_t mask_of(const calbin::WeightTensor& w) const {
@@ -129,6 +130,9 @@ struct Loader {
       return tl::unexpected(ok.error());
     }
     const calbin::WeightTensor& t = **w;
+    if (t.dtype == calbin::Dtype::kInt4) {
+      return int4(name, t, rows, cols);
+    }
     if (t.dtype != calbin::Dtype::kInt8 || t.quant.scheme != "w8a8_dynamic" ||
         t.bytes != rows * cols || t.quant.scale_count != rows) {
       return fail(CALRT_CALBIN_INVALID,
@@ -138,7 +142,8 @@ struct Loader {
                       t.quant.scheme + " of " + std::to_string(t.bytes) + " bytes with " +
                       std::to_string(t.quant.scale_count) + " scales");
     }
-    Int8Matrix m{rows, cols, std::vector<int8_t>(rows * cols), std::vector<float>(rows)};
+    Int8Matrix m{rows,  cols, std::vector<int8_t>(rows * cols), std::vector<float>(rows),
+                 false, cols};
     auto values = read("weight \"" + name + "\"", t.file, t.offset, t.bytes);
     if (!values) {
       return tl::unexpected(values.error());
@@ -149,6 +154,47 @@ struct Loader {
       return tl::unexpected(scales.error());
     }
     std::memcpy(m.values.data(), values->data(), values->size());
+    std::memcpy(m.scales.data(), scales->data(), scales->size());
+    return m;
+  }
+
+  // w4af16: two's complement nibbles, the even column low (MODEL.md); the shard's own groups.
+  Expected<Int8Matrix> int4(const std::string& name, const calbin::WeightTensor& t, size_t rows,
+                            size_t cols) {
+    const size_t group = t.quant.group_size;
+    const bool groups_ok = group > 0 && group % 2 == 0 && cols % group == 0;
+    const size_t scale_count = groups_ok ? rows * (cols / group) : 0;
+    if (t.quant.scheme != "w4af16" || !groups_ok || t.bytes != rows * cols / 2 ||
+        t.quant.scale_count != scale_count) {
+      return fail(CALRT_CALBIN_INVALID,
+                  "weight \"" + name + "\": int4 " + t.quant.scheme + " with group_size " +
+                      std::to_string(group) + ", " + std::to_string(t.bytes) + " bytes and " +
+                      std::to_string(t.quant.scale_count) + " scales; a w4af16 shard of " +
+                      std::to_string(rows) + " x " + std::to_string(cols) +
+                      " needs an even group_size dividing " + std::to_string(cols) + ", " +
+                      std::to_string(rows * cols / 2) +
+                      " bytes and rows x cols / group_size "
+                      "scales");
+    }
+    auto packed = read("weight \"" + name + "\"", t.file, t.offset, t.bytes);
+    if (!packed) {
+      return tl::unexpected(packed.error());
+    }
+    auto scales = read("scales of weight \"" + name + "\"", t.quant.scale_file,
+                       t.quant.scale_offset, scale_count * sizeof(float));
+    if (!scales) {
+      return tl::unexpected(scales.error());
+    }
+    Int8Matrix m{rows, cols, std::vector<int8_t>(rows * cols), std::vector<float>(scale_count),
+                 true, group};
+    const auto signed_nibble = [](unsigned n) {
+      return static_cast<int8_t>(n >= 8 ? int(n) - 16 : int(n));
+    };
+    for (size_t i = 0; i < packed->size(); ++i) {
+      const unsigned low = (*packed)[i] & 0x0fu, high = (*packed)[i] >> 4;
+      m.values[2 * i] = signed_nibble(swap_nibbles ? high : low);
+      m.values[2 * i + 1] = signed_nibble(swap_nibbles ? low : high);
+    }
     std::memcpy(m.scales.data(), scales->data(), scales->size());
     return m;
   }
@@ -202,8 +248,8 @@ Expected<LayerWeights> load_layer(Loader& loader, size_t l) {
 
 Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
                                         const calbin::Manifest& manifest, const ModelDims& dims,
-                                        uint32_t chip) {
-  Loader loader{calbin_dir, manifest, dims, chip};
+                                        uint32_t chip, bool swap_nibbles) {
+  Loader loader{calbin_dir, manifest, dims, chip, swap_nibbles};
   ChipWeights weights;
   weights.chip = chip;
   SIMDEV_ASSIGN(weights.embedding, loader.bf16("tok_embeddings", -1, dims.vocab, dims.hidden));

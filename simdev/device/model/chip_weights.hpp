@@ -13,11 +13,15 @@
 
 namespace simdev {
 
+// A quantised weight shard: w8a8_dynamic (int8, one scale per row) or w4af16 (int4 values
+// unpacked to one byte each, one scale per `group` inputs of a row; calbin/MODEL.md).
 struct Int8Matrix {
   size_t rows = 0;
   size_t cols = 0;
   std::vector<int8_t> values;  // [rows][cols]
-  std::vector<float> scales;   // [rows]
+  std::vector<float> scales;   // [rows][cols / group]
+  bool int4 = false;
+  size_t group = 0;  // inputs per scale: cols for w8a8_dynamic
 };
 
 // One MLP's shard: a dense layer's, or one expert's of a mixture of experts.
@@ -52,9 +56,10 @@ struct ChipWeights {
 
 // Loads chip `chip`'s weights from the calbin directory. Every failure is CALBIN_INVALID
 // naming the weight, the file and the value (a shard outside its file, a wrong shape or
-// split, a missing shard for this chip).
+// split, a missing shard for this chip). `swap_nibbles` reads int4 bytes high nibble first
+// (the int4_nibbles_swapped mutant).
 Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
                                         const calbin::Manifest& manifest, const ModelDims& dims,
-                                        uint32_t chip);
+                                        uint32_t chip, bool swap_nibbles = false);
 
 }  // namespace simdev

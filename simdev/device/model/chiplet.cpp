@@ -33,6 +33,14 @@ void Chiplet::norm_and_rope(float* head, const std::vector<float>& norm, bool ig
 
 void Chiplet::project(const Int8Matrix& w, const float* in, size_t rows, size_t in_dim,
                       float* out) {
+  if (w.int4) {
+    // W4AF16: the 16-bit activation is the BF16-rounded row (MODEL.md).
+    s_.act16.resize(rows * in_dim);
+    std::transform(in, in + rows * in_dim, s_.act16.begin(), calbin::round_to_bf16);
+    kernels::w4af16_matmul(s_.act16.data(), rows, in_dim, w.values.data(), w.scales.data(), w.group,
+                           w.rows, out);
+    return;
+  }
   // Dynamic W8A8: quantise each activation row on the fly, multiply in int32, rescale.
   s_.quantized.resize(rows * in_dim);
   s_.act_scales.resize(rows);

@@ -26,6 +26,7 @@ struct ChipScratch {
   std::vector<float> normed, q, k, v, attn, gate, up, scores;
   std::vector<int8_t> quantized;
   std::vector<float> act_scales;
+  std::vector<float> act16;               // w4af16: the BF16-rounded activation rows
   std::vector<float> k_staged, v_staged;  // FP32 copies: [head][dim][slot], [head][slot][dim]
   // MoE: router logits [row][expert], each row's experts and weights [row][k], and one
   // expert's rows gathered together (inputs [n][H], outputs [n][H]) for its grouped GEMM.

@@ -63,6 +63,26 @@ void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in,
   }
 }
 
+void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, const float* w_scales,
+                   size_t group, size_t out_features, float* out) {
+  const size_t groups = in / group;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* x = x16 + r * in;
+    for (size_t o = 0; o < out_features; ++o) {
+      const int8_t* row = w + o * in;
+      float acc = 0.0f;
+      for (size_t g = 0; g < groups; ++g) {
+        float group_sum = 0.0f;
+        for (size_t i = g * group; i < (g + 1) * group; ++i) {
+          group_sum += static_cast<float>(row[i]) * x[i];
+        }
+        acc += group_sum * w_scales[o * groups + g];
+      }
+      out[r * out_features + o] = acc;
+    }
+  }
+}
+
 void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
   for (size_t o = 0; o < out_features; ++o) {
     const float* row = w + o * in;

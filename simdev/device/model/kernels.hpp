@@ -20,6 +20,12 @@ void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* s
 void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
                  const float* w_scales, size_t out_features, float* out);
 
+// w4af16 (calbin/MODEL.md): x16 holds the activation rows already rounded to BF16; w holds
+// int4 values one per byte, scales [out][in / group]. Per output, each group's exact products
+// are summed in FP32 in index order and the output sums group_sum * scale in group order.
+void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, const float* w_scales,
+                   size_t group, size_t out_features, float* out);
+
 // out[o] = sum_i x[i] * w[o][i], FP32 (one activation row).
 void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out);
 

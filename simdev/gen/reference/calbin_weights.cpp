@@ -37,17 +37,17 @@ calbin::Result<std::vector<uint8_t>> read_range(const fs::path& dir, const std::
   return data;
 }
 
-size_t element_bytes(calbin::Dtype dtype) {
-  switch (dtype) {
-    case calbin::Dtype::kInt8:
-      return 1;
-    case calbin::Dtype::kBf16:
-      return 2;
-    case calbin::Dtype::kF32:
-      return 4;
-    default:
-      return 0;
-  }
+bool readable(calbin::Dtype dtype) {
+  return dtype == calbin::Dtype::kInt8 || dtype == calbin::Dtype::kInt4 ||
+         dtype == calbin::Dtype::kBf16 || dtype == calbin::Dtype::kF32;
+}
+
+// Element `at` of a shard's data: int4 two per byte, the even element in the low nibble.
+int8_t quantised_element(const std::vector<uint8_t>& data, size_t at, calbin::Dtype dtype) {
+  if (dtype == calbin::Dtype::kInt8) return static_cast<int8_t>(data[at]);
+  const unsigned nibble = (at % 2 == 0 ? data[at / 2] : data[at / 2] >> 4) & 0x0fu;
+  return static_cast<int8_t>(nibble >= 8 ? static_cast<int>(nibble) - 16
+                                         : static_cast<int>(nibble));
 }
 
 float element_f32(const uint8_t* at, calbin::Dtype dtype) {
@@ -89,10 +89,8 @@ class Reader {
       FileTensor& t = assembly.tensor;
       if (t.quantised) {
         t.values.resize(t.q.size());
-        for (size_t r = 0; r < t.rows(); ++r) {
-          for (size_t c = 0; c < t.cols(); ++c) {
-            t.values[r * t.cols() + c] = static_cast<float>(t.q[r * t.cols() + c]) * t.scales[r];
-          }
+        for (size_t at = 0; at < t.q.size(); ++at) {
+          t.values[at] = static_cast<float>(t.q[at]) * t.scales[at / t.group];
         }
       }
       out.emplace(name, std::move(t));
@@ -104,15 +102,16 @@ class Reader {
   calbin::Result<void> place(size_t index) {
     const calbin::WeightTensor& w = m_.weights[index];
     const std::string field = "weights[" + std::to_string(index) + "] (" + w.name + ")";
-    const size_t width = element_bytes(w.dtype);
-    if (w.shape.empty() || w.shape.size() > 2 || width == 0) {
+    if (w.shape.empty() || w.shape.size() > 2 || !readable(w.dtype)) {
       return calbin::fail("manifest.json", field,
-                          "the functional model reads 1-D or 2-D int8, bf16 or f32 tensors, "
-                          "got dtype " +
+                          "the functional model reads 1-D or 2-D int8, int4, bf16 or f32 "
+                          "tensors, got dtype " +
                               std::string(calbin::to_string(w.dtype)));
     }
-    const bool quantised = w.quant.scheme == "w8a8_dynamic";
-    if (quantised != (w.dtype == calbin::Dtype::kInt8) || w.quant.scheme == "w4af16") {
+    const bool int8 = w.dtype == calbin::Dtype::kInt8, int4 = w.dtype == calbin::Dtype::kInt4;
+    const bool quantised = int8 || int4;
+    const std::string scheme = int8 ? "w8a8_dynamic" : int4 ? "w4af16" : "none";
+    if (w.quant.scheme != scheme) {
       return calbin::fail("manifest.json", field,
                           "quant scheme \"" + w.quant.scheme + "\" with dtype " +
                               std::string(calbin::to_string(w.dtype)));
@@ -120,19 +119,23 @@ class Reader {
     Assembly& a = parts_[w.name];
     const size_t rows = static_cast<size_t>(w.shape[0]);
     const size_t cols = w.shape.size() == 2 ? static_cast<size_t>(w.shape[1]) : 1;
+    const size_t group = int4 ? w.quant.group_size : cols;
     if (a.covered.empty()) {
       a.tensor.shape = w.shape;
       a.tensor.quantised = quantised;
+      a.tensor.group = group;
+      a.tensor.int4 = int4;
       a.dtype = w.dtype;
       a.covered.assign(rows * cols, false);
       if (quantised) {
         a.tensor.q.resize(rows * cols);
-        a.tensor.scales.assign(rows, 0.0f);
+        a.tensor.scales.assign(group == 0 ? 0 : rows * (cols / group), 0.0f);
       } else {
         a.tensor.values.resize(rows * cols);
       }
-    } else if (a.tensor.shape != w.shape || a.dtype != w.dtype) {
-      return calbin::fail("manifest.json", field, "shards disagree on the shape or dtype");
+    } else if (a.tensor.shape != w.shape || a.dtype != w.dtype || a.tensor.group != group) {
+      return calbin::fail("manifest.json", field,
+                          "shards disagree on the shape, dtype or group size");
     }
     // The shard's slice: rows [r0, r1) x cols [c0, c1).
     size_t r0 = 0, r1 = rows, c0 = 0, c1 = cols;
@@ -147,7 +150,14 @@ class Reader {
       (w.shard.axis == 0 ? r0 : c0) = w.shard.begin;
       (w.shard.axis == 0 ? r1 : c1) = w.shard.end;
     }
-    const uint64_t expected = uint64_t{r1 - r0} * (c1 - c0) * width;
+    // A w4af16 group lies inside one shard, and a shard's rows pack into whole bytes.
+    if (int4 && (group == 0 || group % 2 != 0 || c0 % group != 0 || c1 % group != 0)) {
+      return calbin::fail("manifest.json", field + ".quant.group_size",
+                          std::to_string(group) + " does not divide the shard's columns [" +
+                              std::to_string(c0) + ", " + std::to_string(c1) +
+                              ") into even groups");
+    }
+    const uint64_t expected = (uint64_t{r1 - r0} * (c1 - c0) * calbin::dtype_bits(w.dtype) + 7) / 8;
     if (w.bytes != expected) {
       return calbin::fail(
           "manifest.json", field + ".bytes",
@@ -165,22 +175,27 @@ class Reader {
                               "shards overlap at element " + std::to_string(at));
         }
         a.covered[at] = true;
-        const uint8_t* src = data->data() + ((r - r0) * (c1 - c0) + (c - c0)) * width;
+        const size_t in_shard = (r - r0) * (c1 - c0) + (c - c0);
         if (quantised) {
-          a.tensor.q[at] = static_cast<int8_t>(*src);
+          a.tensor.q[at] = quantised_element(*data, in_shard, w.dtype);
         } else {
-          a.tensor.values[at] = element_f32(src, w.dtype);
+          a.tensor.values[at] = element_f32(
+              data->data() + in_shard * (w.dtype == calbin::Dtype::kBf16 ? 2 : 4), w.dtype);
         }
       }
     }
-    return quantised ? place_scales(w, field, a, r0, r1) : calbin::Result<void>{};
+    if (!quantised) return {};
+    // w8a8_dynamic: an axis-0 shard holds its rows' scales, any other every row's. w4af16:
+    // a shard holds the groups of its own rows and columns (MODEL.md).
+    const bool all_rows = w.shard.axis != 0;
+    const size_t g0 = int4 ? c0 / group : 0, g1 = int4 ? c1 / group : 1;
+    return place_scales(w, field, a, all_rows ? 0 : r0, all_rows ? rows : r1, g0, g1);
   }
 
-  // An axis-0 shard holds its rows' scales; any other shard holds every row's (MODEL.md).
+  // Scales of rows [r0, r1) x groups [g0, g1), stored row-major in the shard's scale range.
   calbin::Result<void> place_scales(const calbin::WeightTensor& w, const std::string& field,
-                                    Assembly& a, size_t r0, size_t r1) {
-    const size_t first = w.shard.axis == 0 ? r0 : 0;
-    const size_t count = w.shard.axis == 0 ? r1 - r0 : a.tensor.rows();
+                                    Assembly& a, size_t r0, size_t r1, size_t g0, size_t g1) {
+    const size_t count = (r1 - r0) * (g1 - g0);
     if (w.quant.scale_count != count) {
       return calbin::fail(
           "manifest.json", field + ".quant.scale_count",
@@ -191,8 +206,12 @@ class Reader {
     if (!data) {
       return tl::unexpected(data.error());
     }
-    for (size_t i = 0; i < count; ++i) {
-      std::memcpy(&a.tensor.scales[first + i], data->data() + i * sizeof(float), sizeof(float));
+    const size_t per_row = a.tensor.cols() / a.tensor.group;
+    for (size_t r = r0, i = 0; r < r1; ++r) {
+      for (size_t g = g0; g < g1; ++g, ++i) {
+        std::memcpy(&a.tensor.scales[r * per_row + g], data->data() + i * sizeof(float),
+                    sizeof(float));
+      }
     }
     return {};
   }

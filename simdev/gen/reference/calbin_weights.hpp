@@ -23,8 +23,10 @@ namespace simdev::gen::ref {
 struct FileTensor {
   std::vector<int64_t> shape;
   bool quantised = false;
-  std::vector<int8_t> q;      // [rows * cols] when quantised
-  std::vector<float> scales;  // [rows] when quantised
+  bool int4 = false;          // w4af16 (else w8a8_dynamic) when quantised
+  std::vector<int8_t> q;      // [rows * cols] when quantised (int4 values unpacked)
+  size_t group = 0;           // inputs per scale when quantised: cols for w8a8_dynamic
+  std::vector<float> scales;  // [rows][cols / group] when quantised
   std::vector<float> values;
   size_t rows() const { return shape.empty() ? 0 : static_cast<size_t>(shape[0]); }
   size_t cols() const { return shape.size() < 2 ? 1 : static_cast<size_t>(shape[1]); }

@@ -13,24 +13,27 @@ namespace simdev::gen::contract {
 
 namespace {
 
-// A w8a8_dynamic matrix, unsplit: [out, in] int8 with one scale per output row.
-struct Int8Weight {
+// A quantised matrix, unsplit: [out, in], w8a8_dynamic (int8, one scale per output row) or
+// w4af16 (int4, one scale per `group` inputs of a row).
+struct QuantWeight {
   size_t out = 0;
   size_t in = 0;
+  bool int4 = false;
+  size_t group = 0;  // inputs per scale (in for w8a8_dynamic)
   std::vector<int8_t> q;
-  std::vector<float> scales;
+  std::vector<float> scales;  // [out][in / group]
 };
 
-struct Int8Mlp {
-  Int8Weight gate_proj, up_proj, down_proj;
+struct QuantMlp {
+  QuantWeight gate_proj, up_proj, down_proj;
 };
 
 struct PreparedLayer {
   std::vector<float> attn_norm, q_norm, k_norm, ffn_norm;
-  Int8Weight q_proj, k_proj, v_proj, o_proj;
-  Int8Mlp mlp;                   // dense models
-  ref::Matrix router;            // MoE: [experts, H], BF16 values
-  std::vector<Int8Mlp> experts;  // MoE
+  QuantWeight q_proj, k_proj, v_proj, o_proj;
+  QuantMlp mlp;                   // dense models
+  ref::Matrix router;             // MoE: [experts, H], BF16 values
+  std::vector<QuantMlp> experts;  // MoE
 };
 
 }  // namespace
@@ -50,6 +53,7 @@ calbin::Result<const ref::FileTensor*> tensor(const ref::CalbinWeights& weights,
                                               bool quantised) {
   const ref::FileTensor* t = weights.find(name);
   if (t == nullptr || t->shape != shape || t->quantised != quantised) {
+    // MODEL.md's table says which tensors are quantised; int8 or int4 is the calbin's choice.
     std::string want;
     for (const int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
     return calbin::fail("contract reference", name,
@@ -73,10 +77,40 @@ float quantise(std::span<const float> x, std::vector<int8_t>& q) {
   return scale;
 }
 
-// One chip's share of x @ w^T: its input columns [first, first + x.size()), quantised on
-// their own, multiplied in int32 and rescaled as float(acc) * s_x * s_w[o].
-void chip_product(std::span<const float> x, const Int8Weight& w, size_t first,
+std::vector<float> bf16_rounded(std::span<const float> values) {
+  std::vector<float> out(values.size());
+  std::transform(values.begin(), values.end(), out.begin(), calbin::round_to_bf16);
+  return out;
+}
+
+// w4af16: x rounded to BF16; per group, the exact products float(q) * x16 summed in FP32 in
+// index order; the output sums group_sum * scale in FP32 in group order.
+void int4_chip_product(std::span<const float> x, const QuantWeight& w, size_t first,
+                       std::vector<float>& y) {
+  const std::vector<float> x16 = bf16_rounded(x);
+  const size_t per_row = w.in / w.group;
+  y.resize(w.out);
+  for (size_t o = 0; o < w.out; ++o) {
+    float acc = 0.0f;
+    for (size_t g0 = 0; g0 < x16.size(); g0 += w.group) {
+      float group_sum = 0.0f;
+      for (size_t i = g0; i < g0 + w.group; ++i) {
+        group_sum += static_cast<float>(w.q[o * w.in + first + i]) * x16[i];
+      }
+      acc += group_sum * w.scales[o * per_row + (first + g0) / w.group];
+    }
+    y[o] = acc;
+  }
+}
+
+// One chip's share of x @ w^T: its input columns [first, first + x.size()). w8a8_dynamic:
+// quantised on their own, multiplied in int32 and rescaled as float(acc) * s_x * s_w[o].
+void chip_product(std::span<const float> x, const QuantWeight& w, size_t first,
                   std::vector<float>& y) {
+  if (w.int4) {
+    int4_chip_product(x, w, first, y);
+    return;
+  }
   thread_local std::vector<int8_t> q;
   const float scale = quantise(x, q);
   y.resize(w.out);
@@ -92,7 +126,7 @@ void chip_product(std::span<const float> x, const Int8Weight& w, size_t first,
 
 // A weight split on axis 0 (output rows): every chip quantises the same whole input, so the
 // chips together compute exactly the unsplit product.
-std::vector<float> rows_product(std::span<const float> x, const Int8Weight& w) {
+std::vector<float> rows_product(std::span<const float> x, const QuantWeight& w) {
   std::vector<float> y;
   chip_product(x, w, 0, y);
   return y;
@@ -110,7 +144,7 @@ void all_reduce_into(const std::vector<std::vector<float>>& partials, std::span<
 
 // A weight split on axis 1 (input columns): chip c quantises its slice of x, and the partial
 // sums are added in FP32 in chip order (the D2D all-reduce) into the residual stream x_out.
-void columns_product_into(std::span<const float> x, const Int8Weight& w, uint32_t chips,
+void columns_product_into(std::span<const float> x, const QuantWeight& w, uint32_t chips,
                           std::span<float> x_out) {
   std::vector<std::vector<float>> partials(chips);
   for (uint32_t c = 0; c < chips; ++c) {
@@ -144,11 +178,12 @@ calbin::Result<Model> Model::create(const ModelConfig& c, const ref::CalbinWeigh
       out = ref::Matrix{size_t(rows), size_t(cols), found->values};
     });
   };
-  auto int8 = [&](const std::string& name, int64_t rows, int64_t cols, Int8Weight& out) {
+  auto int8 = [&](const std::string& name, int64_t rows, int64_t cols, QuantWeight& out) {
     if (!ok) return;
     auto t = tensor(weights, name, {rows, cols}, true);
     ok = t.map([&](const ref::FileTensor* found) {
-      out = Int8Weight{size_t(rows), size_t(cols), found->q, found->scales};
+      out = QuantWeight{size_t(rows), size_t(cols), found->int4,
+                        found->group, found->q,     found->scales};
     });
   };
   matrix("tok_embeddings", v, h, prepared->embedding);
@@ -164,7 +199,7 @@ calbin::Result<Model> Model::create(const ModelConfig& c, const ref::CalbinWeigh
     int8(p + "attn.k_proj", kv, h, w.k_proj);
     int8(p + "attn.v_proj", kv, h, w.v_proj);
     int8(p + "attn.o_proj", h, q, w.o_proj);
-    auto mlp = [&](const std::string& at, Int8Mlp& out) {
+    auto mlp = [&](const std::string& at, QuantMlp& out) {
       int8(at + "gate_proj", f, h, out.gate_proj);
       int8(at + "up_proj", f, h, out.up_proj);
       int8(at + "down_proj", h, f, out.down_proj);
@@ -208,12 +243,6 @@ void norm_and_rotate(std::vector<float>& heads, const std::vector<float>& norm, 
   }
 }
 
-std::vector<float> bf16_rounded(std::span<const float> values) {
-  std::vector<float> out(values.size());
-  std::transform(values.begin(), values.end(), out.begin(), calbin::round_to_bf16);
-  return out;
-}
-
 // An int8 V-cache entry as attention reads it back: one head's values quantised like an
 // activation row, then float(q) * s.
 std::vector<float> s8_rounded(std::span<const float> values) {
@@ -225,7 +254,7 @@ std::vector<float> s8_rounded(std::span<const float> values) {
 }
 
 // silu(h @ gate_proj^T) * (h @ up_proj^T), which every chip computes its slice of.
-std::vector<float> swiglu(std::span<const float> h, const Int8Mlp& w) {
+std::vector<float> swiglu(std::span<const float> h, const QuantMlp& w) {
   std::vector<float> gate = rows_product(h, w.gate_proj);
   const std::vector<float> up = rows_product(h, w.up_proj);
   for (size_t i = 0; i < gate.size(); ++i) {
@@ -256,7 +285,7 @@ void moe_into(std::span<const float> h, const PreparedLayer& w, const ModelConfi
   std::vector<std::vector<float>> partials(c.chips, std::vector<float>(c.hidden, 0.0f));
   std::vector<float> y;
   for (const size_t j : by_index) {
-    const Int8Weight& down = w.experts[r.experts[j]].down_proj;
+    const QuantWeight& down = w.experts[r.experts[j]].down_proj;
     acts = swiglu(h, w.experts[r.experts[j]]);
     for (uint32_t chip = 0; chip < c.chips; ++chip) {
       const size_t first = chip * down.in / c.chips, end = (chip + 1) * down.in / c.chips;

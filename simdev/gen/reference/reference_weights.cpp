@@ -8,8 +8,8 @@ namespace simdev::gen {
 namespace {
 
 std::vector<float> to_f32(const StoredWeight& weight) {
-  if (weight.spec.storage == Storage::kInt8Rows) {
-    return dequantize_rows(weight.int8);
+  if (weight.spec.storage != Storage::kBf16) {
+    return dequantize(weight.quantised);
   }
   std::vector<float> values;
   values.reserve(weight.bf16.size());

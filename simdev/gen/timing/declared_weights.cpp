@@ -27,13 +27,13 @@ calbin::Result<uint64_t> scale_count(const WeightSpec& spec, const std::vector<i
   }
   if (spec.storage == Storage::kInt4Groups) {
     const uint64_t inputs = static_cast<uint64_t>(stored.back());
-    if (inputs % kW4af16GroupSize != 0) {
+    if (spec.group == 0 || inputs % spec.group != 0) {
       return calbin::fail("preset", spec.name,
                           "a shard row of " + std::to_string(inputs) +
                               " inputs does not split into w4af16 groups of " +
-                              std::to_string(kW4af16GroupSize));
+                              std::to_string(spec.group));
     }
-    return product(stored, 0, rank) / kW4af16GroupSize;
+    return product(stored, 0, rank) / spec.group;
   }
   return uint64_t{0};
 }
@@ -50,7 +50,7 @@ calbin::Result<calbin::WeightTensor> declare_shard(const WeightSpec& spec, calbi
   calbin::WeightTensor entry = manifest_entry(spec);
   entry.quant.scheme = quant_scheme(spec.storage);
   entry.quant.scale_count = *scales;
-  entry.quant.group_size = spec.storage == Storage::kInt4Groups ? kW4af16GroupSize : 0;
+  entry.quant.group_size = spec.storage == Storage::kInt4Groups ? spec.group : 0;
   entry.shard = shard;
   const uint64_t bits = calbin::dtype_bits(entry.dtype);
   entry.bytes = (product(stored, 0, stored.size()) * bits + 7) / 8;

@@ -24,39 +24,59 @@ uint64_t append_aligned(BlockImage& block, std::span<const uint8_t> bytes) {
   return offset;
 }
 
-// Raw row-major bytes of the whole tensor and its element size.
+// Raw row-major bytes of the whole tensor, int4 values one per byte, and the element size.
 std::span<const uint8_t> tensor_bytes_of(const StoredWeight& weight, size_t* element_bytes) {
   if (weight.spec.storage == Storage::kBf16) {
     *element_bytes = 2;
     return as_bytes(weight.bf16);
   }
   *element_bytes = 1;
-  return as_bytes(weight.int8.values);
+  return as_bytes(weight.quantised.values);
 }
 
-// An axis-0 shard owns its rows' scales; an axis-1 shard needs every row's scale, because
-// each row was scaled as a whole before the split.
+// The scales a shard carries (MODEL.md). w8a8_dynamic: an axis-0 shard its rows', an axis-1
+// shard every row's, because each row was scaled as a whole before the split. w4af16: the
+// groups of the shard's own rows and columns, [rows][cols / group].
 std::vector<float> scales_for(const StoredWeight& weight, int axis, ShardRange range) {
-  const std::vector<float>& all = weight.int8.scales;
-  if (axis == 0) {
-    return {all.begin() + static_cast<std::ptrdiff_t>(range.begin),
-            all.begin() + static_cast<std::ptrdiff_t>(range.end)};
+  const QuantisedMatrix& q = weight.quantised;
+  const size_t per_row = q.groups_per_row();
+  const bool whole_rows = axis != 1 || weight.spec.storage == Storage::kInt8Rows;
+  const ShardRange rows = axis == 0 ? range : ShardRange{0, q.rows};
+  const ShardRange groups =
+      whole_rows ? ShardRange{0, per_row} : ShardRange{range.begin / q.group, range.end / q.group};
+  std::vector<float> out;
+  for (uint64_t r = rows.begin; r < rows.end; ++r) {
+    const auto first = q.scales.begin() + static_cast<std::ptrdiff_t>(r * per_row);
+    out.insert(out.end(), first + static_cast<std::ptrdiff_t>(groups.begin),
+               first + static_cast<std::ptrdiff_t>(groups.end));
   }
-  return all;
+  return out;
 }
 
+// Places one shard: its values (`data`, one element per byte for quantised tensors, packed
+// here for int4) and, for a quantised tensor, its scales right after.
 void place(BlockImage& block, const StoredWeight& weight, std::span<const uint8_t> data,
-           calbin::Shard shard, const std::vector<float>* scales, ParamLayout& layout) {
+           calbin::Shard shard, int axis, ShardRange range, ParamLayout& layout) {
+  const Storage storage = weight.spec.storage;
   calbin::WeightTensor entry = manifest_entry(weight.spec);
   entry.shard = shard;
   entry.file = block.file;
-  entry.offset = append_aligned(block, data);
-  entry.bytes = data.size();
-  if (scales != nullptr) {
-    entry.quant.scheme = "w8a8_dynamic";
+  if (storage == Storage::kInt4Groups) {
+    const std::vector<uint8_t> packed =
+        pack_int4({reinterpret_cast<const int8_t*>(data.data()), data.size()});
+    entry.offset = append_aligned(block, packed);
+    entry.bytes = packed.size();
+  } else {
+    entry.offset = append_aligned(block, data);
+    entry.bytes = data.size();
+  }
+  if (storage != Storage::kBf16) {
+    const std::vector<float> scales = scales_for(weight, axis, range);
+    entry.quant.scheme = quant_scheme(storage);
     entry.quant.scale_file = block.file;
-    entry.quant.scale_offset = append_aligned(block, as_bytes(*scales));
-    entry.quant.scale_count = scales->size();
+    entry.quant.scale_offset = append_aligned(block, as_bytes(scales));
+    entry.quant.scale_count = scales.size();
+    entry.quant.group_size = storage == Storage::kInt4Groups ? weight.spec.group : 0;
   }
   layout.entries.push_back(std::move(entry));
 }
@@ -64,9 +84,9 @@ void place(BlockImage& block, const StoredWeight& weight, std::span<const uint8_
 void place_replicated(const StoredWeight& weight, uint32_t all_chips, ParamLayout& layout) {
   size_t element_bytes = 0;
   const std::span<const uint8_t> data = tensor_bytes_of(weight, &element_bytes);
-  const calbin::Shard shard{-1, 0, 1, 0, static_cast<uint64_t>(weight.spec.shape.at(0)), all_chips};
-  const bool quantised = weight.spec.storage == Storage::kInt8Rows;
-  place(layout.blocks[0], weight, data, shard, quantised ? &weight.int8.scales : nullptr, layout);
+  const auto rows = static_cast<uint64_t>(weight.spec.shape.at(0));
+  const calbin::Shard shard{-1, 0, 1, 0, rows, all_chips};
+  place(layout.blocks[0], weight, data, shard, -1, {0, rows}, layout);
 }
 
 void place_sharded(const StoredWeight& weight, uint32_t chips, ParamLayout& layout) {
@@ -80,12 +100,7 @@ void place_sharded(const StoredWeight& weight, uint32_t chips, ParamLayout& layo
     const ShardRange range = shard_range(extent, chip, chips);
     const std::vector<uint8_t> slice = slice_matrix(data, rows, cols, element_bytes, axis, range);
     const calbin::Shard shard{axis, chip, chips, range.begin, range.end, 1u << chip};
-    if (weight.spec.storage == Storage::kInt8Rows) {
-      const std::vector<float> scales = scales_for(weight, axis, range);
-      place(layout.blocks[1 + chip], weight, slice, shard, &scales, layout);
-    } else {
-      place(layout.blocks[1 + chip], weight, slice, shard, nullptr, layout);
-    }
+    place(layout.blocks[1 + chip], weight, slice, shard, axis, range, layout);
   }
 }
 

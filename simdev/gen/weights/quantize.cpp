@@ -5,35 +5,58 @@
 #include <cmath>
 
 namespace simdev::gen {
+namespace {
 
-QuantisedRows quantize_rows(std::span<const float> matrix, size_t rows, size_t cols) {
+QuantisedMatrix quantize_groups(std::span<const float> matrix, size_t rows, size_t cols,
+                                size_t group, long limit) {
   assert(matrix.size() == rows * cols);
-  QuantisedRows out{rows, cols, std::vector<int8_t>(rows * cols), std::vector<float>(rows)};
-  for (size_t r = 0; r < rows; ++r) {
-    const std::span<const float> row = matrix.subspan(r * cols, cols);
+  assert(group > 0 && cols % group == 0);
+  QuantisedMatrix out{rows, cols, group, std::vector<int8_t>(rows * cols),
+                      std::vector<float>(rows * (cols / group))};
+  for (size_t g = 0; g < out.scales.size(); ++g) {
+    const std::span<const float> values = matrix.subspan(g * group, group);
     float max_abs = 0.0f;
-    for (const float w : row) {
+    for (const float w : values) {
       max_abs = std::max(max_abs, std::fabs(w));
     }
-    const float scale = max_abs > 0.0f ? max_abs / 127.0f : 1.0f;
-    out.scales[r] = scale;
-    for (size_t c = 0; c < cols; ++c) {
-      const long q = std::lround(row[c] / scale);
-      out.values[r * cols + c] = static_cast<int8_t>(std::clamp(q, -127L, 127L));
+    const float scale = max_abs > 0.0f ? max_abs / static_cast<float>(limit) : 1.0f;
+    out.scales[g] = scale;
+    for (size_t i = 0; i < group; ++i) {
+      const long q = std::lround(values[i] / scale);
+      out.values[g * group + i] = static_cast<int8_t>(std::clamp(q, -limit, limit));
     }
   }
   return out;
 }
 
-std::vector<float> dequantize_rows(const QuantisedRows& quantised) {
-  std::vector<float> out(quantised.rows * quantised.cols);
-  for (size_t r = 0; r < quantised.rows; ++r) {
-    for (size_t c = 0; c < quantised.cols; ++c) {
-      const size_t at = r * quantised.cols + c;
-      out[at] = static_cast<float>(quantised.values[at]) * quantised.scales[r];
-    }
+}  // namespace
+
+QuantisedMatrix quantize_rows(std::span<const float> matrix, size_t rows, size_t cols) {
+  return quantize_groups(matrix, rows, cols, cols, 127);
+}
+
+QuantisedMatrix quantize_int4_groups(std::span<const float> matrix, size_t rows, size_t cols,
+                                     size_t group) {
+  return quantize_groups(matrix, rows, cols, group, 7);
+}
+
+std::vector<float> dequantize(const QuantisedMatrix& quantised) {
+  std::vector<float> out(quantised.values.size());
+  for (size_t at = 0; at < out.size(); ++at) {
+    out[at] = static_cast<float>(quantised.values[at]) * quantised.scales[at / quantised.group];
   }
   return out;
+}
+
+std::vector<uint8_t> pack_int4(std::span<const int8_t> values) {
+  assert(values.size() % 2 == 0);
+  std::vector<uint8_t> packed(values.size() / 2);
+  for (size_t i = 0; i < packed.size(); ++i) {
+    const auto low = static_cast<uint8_t>(values[2 * i]) & 0x0fu;
+    const auto high = static_cast<uint8_t>(values[2 * i + 1]) & 0x0fu;
+    packed[i] = static_cast<uint8_t>(low | high << 4);
+  }
+  return packed;
 }
 
 }  // namespace simdev::gen

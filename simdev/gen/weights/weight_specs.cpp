@@ -15,6 +15,17 @@ WeightSpec matrix(std::string name, std::string role, int layer, int64_t out, in
       Storage::kInt8Rows, split_axis,      0.0,   1.0 / std::sqrt(static_cast<double>(in))};
 }
 
+// An expert matrix as the config's quant table stores it: int8 rows or int4 groups.
+WeightSpec expert_matrix(const ModelConfig& c, std::string name, std::string role, int layer,
+                         int64_t out, int64_t in, int split_axis) {
+  WeightSpec spec = matrix(std::move(name), std::move(role), layer, out, in, split_axis);
+  if (c.quant.experts == calbin::Dtype::kInt4) {
+    spec.storage = Storage::kInt4Groups;
+    spec.group = c.quant.group_size;
+  }
+  return spec;
+}
+
 // Norm weights near 1 with some spread, so a wrong norm weight changes the logits.
 WeightSpec norm(std::string name, std::string role, int layer, int64_t size) {
   return WeightSpec{std::move(name), std::move(role), layer, {size}, Storage::kBf16, -1, 1.0, 0.1};
@@ -31,7 +42,8 @@ void add_mlp_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) 
 
 // A functional MoE layer (calbin/MODEL.md, "Mixture of experts"), named as Hugging Face's
 // Qwen3-MoE names them: a bf16 router `mlp.gate` replicated on every chip, so every chip
-// picks the same experts, and each expert an int8 MLP split like the dense one.
+// picks the same experts, and each expert an MLP split like the dense one, int8 w8a8_dynamic
+// or int4 w4af16 as the quant table says.
 void add_moe_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) {
   const std::string p = "layers." + std::to_string(l) + ".";
   const int64_t h = c.hidden, f = c.ffn;
@@ -43,9 +55,9 @@ void add_moe_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& specs) 
       {p + "mlp.gate", "moe_router", l, {c.experts, h}, Storage::kBf16, -1, 0.0, router_std});
   for (uint32_t e = 0; e < c.experts; ++e) {
     const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-    specs.push_back(matrix(x + "gate_proj", "moe_expert_gate", l, f, h, 0));
-    specs.push_back(matrix(x + "up_proj", "moe_expert_up", l, f, h, 0));
-    specs.push_back(matrix(x + "down_proj", "moe_expert_down", l, h, f, 1));
+    specs.push_back(expert_matrix(c, x + "gate_proj", "moe_expert_gate", l, f, h, 0));
+    specs.push_back(expert_matrix(c, x + "up_proj", "moe_expert_up", l, f, h, 0));
+    specs.push_back(expert_matrix(c, x + "down_proj", "moe_expert_down", l, h, f, 1));
   }
 }
 
@@ -57,7 +69,15 @@ void add_expert_specs(const ModelConfig& c, int l, std::vector<WeightSpec>& spec
   const std::string p = "layers." + std::to_string(l) + ".mlp.";
   const int64_t e = c.experts, h = c.hidden, f = c.ffn;
   const auto stacked = [&](const char* name, const char* role, int64_t out, int64_t in, int axis) {
-    specs.push_back({p + name, role, l, {e, out, in}, Storage::kInt4Groups, axis, 0.0, 0.0});
+    specs.push_back({p + name,
+                     role,
+                     l,
+                     {e, out, in},
+                     Storage::kInt4Groups,
+                     axis,
+                     0.0,
+                     0.0,
+                     c.quant.group_size});
   };
   stacked("experts.gate_proj", "moe_gate_exps", f, h, 1);
   stacked("experts.up_proj", "moe_up_exps", f, h, 1);

@@ -32,11 +32,13 @@ StoredWeight store(const WeightSpec& spec, const std::vector<float>& values) {
     for (const float value : values) {
       weight.bf16.push_back(calbin::f32_to_bf16(value));
     }
-  } else {
-    const auto rows = static_cast<size_t>(spec.shape.at(0));
-    const auto cols = static_cast<size_t>(spec.shape.at(1));
-    weight.int8 = quantize_rows(values, rows, cols);
+    return weight;
   }
+  const auto rows = static_cast<size_t>(spec.shape.at(0));
+  const auto cols = static_cast<size_t>(spec.shape.at(1));
+  weight.quantised = spec.storage == Storage::kInt8Rows
+                         ? quantize_rows(values, rows, cols)
+                         : quantize_int4_groups(values, rows, cols, spec.group);
   return weight;
 }
 

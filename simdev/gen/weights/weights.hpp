@@ -14,8 +14,8 @@
 
 namespace simdev::gen {
 
-// kInt4Groups (int4 w4af16, groups of kW4af16GroupSize) is declared by timing-only presets
-// only; the functional path stores and reads kBf16 and kInt8Rows.
+// kInt4Groups is int4 w4af16 with one scale per `WeightSpec::group` inputs (a MoE's experts
+// when the config's quant table says so).
 enum class Storage { kBf16, kInt8Rows, kInt4Groups };
 
 // The manifest dtype and quant scheme a tensor of this storage is written with.
@@ -31,12 +31,13 @@ struct WeightSpec {
   int split_axis = -1;  // -1: replicated on every chip
   double init_mean = 0.0;
   double init_std = 1.0;
+  uint32_t group = 0;  // kInt4Groups: inputs per scale
 };
 
 struct StoredWeight {
   WeightSpec spec;
   std::vector<uint16_t> bf16;  // kBf16: the whole tensor, row-major
-  QuantisedRows int8;          // kInt8Rows: the whole matrix and its row scales
+  QuantisedMatrix quantised;   // kInt8Rows, kInt4Groups: the whole matrix and its scales
 };
 
 // Every tensor of the model in MODEL.md's table order, with its initialisation.

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 namespace runner {
 namespace {
@@ -166,6 +168,43 @@ TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
   device.max_abs_error = 9.5;
   device.top_k_overlap = 0.1;
   EXPECT_EQ(shortfalls(device, t).size(), 3u);
+}
+
+calbin::WeightTensor weight(std::string role, std::string scheme) {
+  calbin::WeightTensor w;
+  w.role = std::move(role);
+  w.quant.scheme = std::move(scheme);
+  return w;
+}
+
+// The contract run-mean gate follows the MLP's activations: W8A8 MLPs (dense or experts)
+// keep 0.25, W4AF16 experts get 0.1, and a calbin that declares no MLP weights (timing-only
+// presets have none functional) keeps the wider gate rather than guess.
+TEST(ContractMeanGate, FollowsTheMlpsActivations) {
+  calbin::Manifest dense;
+  dense.weights = {weight("attn_q", "w8a8_dynamic"), weight("mlp_gate", "w8a8_dynamic"),
+                   weight("lm_head", "none")};
+  EXPECT_EQ(contract_mean_gate_for(dense).ulps, kContractMeanUlpsInt8Mlp);
+  calbin::Manifest w8_experts;
+  w8_experts.weights = {weight("moe_router", "none"), weight("moe_expert_up", "w8a8_dynamic")};
+  EXPECT_EQ(contract_mean_gate_for(w8_experts).ulps, kContractMeanUlpsInt8Mlp);
+  calbin::Manifest w4_experts;
+  w4_experts.weights = {weight("attn_q", "w8a8_dynamic"), weight("moe_router", "none"),
+                        weight("moe_expert_gate", "w4af16"), weight("moe_expert_down", "w4af16")};
+  const ContractMeanGate w4 = contract_mean_gate_for(w4_experts);
+  EXPECT_EQ(w4.ulps, kContractMeanUlpsBf16Mlp);
+  EXPECT_NE(w4.basis.find("BF16"), std::string::npos);
+  // One int8 expert matrix is enough for int8 rounding flips in the MLP.
+  w4_experts.weights.push_back(weight("moe_expert_up", "w8a8_dynamic"));
+  EXPECT_EQ(contract_mean_gate_for(w4_experts).ulps, kContractMeanUlpsInt8Mlp);
+  EXPECT_EQ(contract_mean_gate_for(calbin::Manifest{}).ulps, kContractMeanUlpsInt8Mlp);
+}
+
+TEST(ContractMeanGate, AnOptionWinsOverTheDefault) {
+  Thresholds t;
+  EXPECT_EQ(contract_mean_gate(t), kContractMeanUlpsInt8Mlp);
+  t.max_contract_mean_ulps = 0.04;
+  EXPECT_EQ(contract_mean_gate(t), 0.04);
 }
 
 TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {

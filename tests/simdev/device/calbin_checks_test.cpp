@@ -82,6 +82,29 @@ TEST(CalbinChecks, WeightOutsideItsFileIsInvalid) {
   close(loaded);
 }
 
+// A w4af16 shard whose group size does not divide its columns, or whose byte and scale
+// counts disagree with its shape, is refused naming the weight and the values.
+TEST(CalbinChecks, Int4ShardsWithAnImpossibleLayoutAreInvalid) {
+  const fs::path dir = edited_copy("int4-bad-group", [](calbin::Manifest& m) {
+    for (auto& w : m.weights) {
+      if (w.name == "layers.1.mlp.down_proj") {
+        w.dtype = calbin::Dtype::kInt4;
+        w.quant.scheme = "w4af16";
+        w.quant.group_size = 3;
+        w.bytes /= 2;
+      }
+    }
+  });
+  Loaded loaded = load(dir);
+  ASSERT_EQ(loaded.create.code, CALRT_OK) << loaded.create.message;
+  EXPECT_EQ(loaded.configure.code, CALRT_CALBIN_INVALID);
+  for (const char* word : {"layers.1.mlp.down_proj", "group_size 3", "w4af16"}) {
+    EXPECT_NE(loaded.configure.message.find(word), std::string::npos)
+        << word << " not in: " << loaded.configure.message;
+  }
+  close(loaded);
+}
+
 // The device's loader applies the memory-plan checks itself, as hardware must: a calbin that
 // nobody ran `calrt check` on is still refused before it can overwrite the device's memory.
 void expect_plan_refused(const char* name, void (*edit)(calbin::Manifest&),

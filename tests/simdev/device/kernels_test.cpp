@@ -52,6 +52,37 @@ TEST(Kernels, QuantizeIsSymmetricPerRow) {
   EXPECT_EQ(q[3], 0);
 }
 
+// MODEL.md's w4af16 order: exact products summed per group in index order, then the groups'
+// scaled sums in group order, all FP32. The loop below follows the formula, not the kernel.
+TEST(Kernels, W4af16MatmulSumsGroupsThenScales) {
+  const size_t rows = 3, in = 48, out = 5, group = 16;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dist(-8, 7);
+  std::vector<int8_t> w(out * in);
+  for (auto& v : w) v = static_cast<int8_t>(dist(rng));
+  const auto x = random_floats(rows * in, 10);
+  const auto scales = random_floats(out * (in / group), 11, 0.1f);
+  std::vector<float> result(rows * out);
+  w4af16_matmul(x.data(), rows, in, w.data(), scales.data(), group, out, result.data());
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      float expected = 0.0f;
+      double exact = 0.0;
+      for (size_t g = 0; g < in / group; ++g) {
+        float sum = 0.0f;
+        for (size_t i = 0; i < group; ++i) {
+          const size_t at = g * group + i;
+          sum += float(w[o * in + at]) * x[r * in + at];
+          exact += double(w[o * in + at]) * x[r * in + at] * scales[o * (in / group) + g];
+        }
+        expected += sum * scales[o * (in / group) + g];
+      }
+      EXPECT_EQ(result[r * out + o], expected) << r << "," << o;
+      EXPECT_NEAR(result[r * out + o], exact, 1e-5) << r << "," << o;
+    }
+  }
+}
+
 TEST(Kernels, Int8MatmulMatchesNaiveLoop) {
   const size_t rows = 5, in = 67, out = 9;
   std::mt19937 rng(3);

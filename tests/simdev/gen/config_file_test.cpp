@@ -171,6 +171,20 @@ TEST_F(ConfigErrors, ProjectYamlKeys) {
   expect_error(write("w.yaml", "name: w\nv_cache: [int8]\n"), "v_cache", "not bf16 or int8");
   expect_error(write("t.yaml", "name: t\nnorm_topk_prob: maybe\n"), "norm_topk_prob",
                "'maybe' is not true or false");
+  expect_error(write("q1.yaml", "name: q\nquant: w4af16\n"), "quant", "not a mapping");
+  expect_error(write("q2.yaml", "name: q\nquant: {experts: int3}\n"), "quant.experts",
+               "'int3' is not w8a8_dynamic or w4af16");
+  expect_error(write("q3.yaml", "name: q\nquant: {group_size: 7}\n"), "quant.group_size",
+               "'7' is not an even integer");
+  expect_error(write("q4.yaml", "name: q\nquant: {router: int8}\n"), "quant.router",
+               "unknown key (known: experts, group_size)");
+  expect_error(write("q5.yaml", "name: q\nquant: {experts: w4af16}\n"), "quant.experts",
+               "the model is dense");
+  // Groups of 64 do not divide the small MoE's hidden size of 96.
+  expect_error(
+      write("q6.yaml", "hf_config: " + (kConfigs / "qwen3-moe-small" / "config.json").string() +
+                           "\nquant: {experts: w4af16, group_size: 64}\n"),
+      "quant.group_size", "64 must be even and divide hidden 96");
   {
     // The base's own error names the base.
     auto missing = read_model_config(write("f.yaml", "name: f\nhf_config: nowhere/config.json\n"));

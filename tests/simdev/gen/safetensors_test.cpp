@@ -212,7 +212,7 @@ TEST_F(Safetensors, WeightsReachTheStoredTensors) {
     EXPECT_EQ(calbin::bf16_to_f32(head->bf16[i]), written.values[i]) << "tied, " << i;
   }
   const StoredWeight* q = find_weight(*weights, "layers.1.attn.q_proj");
-  const std::vector<float> dequantised = dequantize_rows(q->int8);
+  const std::vector<float> dequantised = dequantize(q->quantised);
   const Tensor& q_written = tensors.at("model.layers.1.self_attn.q_proj.weight");
   for (size_t i = 0; i < dequantised.size(); ++i) {
     // Per-row int8: within half a step; the values lie in (-2.5, 1.5), so a step is <= 2.5/127.

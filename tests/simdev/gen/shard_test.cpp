@@ -55,7 +55,7 @@ TEST(Shard, BlocksReassembleToTheUnsplitMatrices) {
     if (w.spec.storage != Storage::kInt8Rows) {
       continue;
     }
-    const size_t rows = w.int8.rows, cols = w.int8.cols;
+    const size_t rows = w.quantised.rows, cols = w.quantised.cols;
     std::vector<int8_t> rebuilt(rows * cols, 0);
     std::vector<float> scales(rows, 0.0f);
     for (const calbin::WeightTensor& e : layout.entries) {
@@ -81,8 +81,8 @@ TEST(Shard, BlocksReassembleToTheUnsplitMatrices) {
         std::memcpy(&scales[row], scale_block.bytes.data() + e.quant.scale_offset + r * 4, 4);
       }
     }
-    EXPECT_EQ(rebuilt, w.int8.values) << w.spec.name;
-    EXPECT_EQ(scales, w.int8.scales) << w.spec.name;
+    EXPECT_EQ(rebuilt, w.quantised.values) << w.spec.name;
+    EXPECT_EQ(scales, w.quantised.scales) << w.spec.name;
     ++checked;
   }
   EXPECT_EQ(checked, size_t{config.layers} * 7);
