@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "simdev/device/base/engine.hpp"
@@ -92,6 +93,27 @@ TEST(EventQueue, MatchesAnOrderedMapUnderRandomScheduleCancelAndPop) {
       }
     }
   }
+}
+
+// A node packs its sequence into 46 bits: the last one is still ordered and cancellable,
+// and the one after it is refused rather than wrapped around to fire first.
+TEST(EventQueue, UsedUpSequencesAreAnErrorNotAMisorder) {
+  EventQueue queue(EventQueue::kMaxSequence - 1);
+  std::vector<int> fired;
+  auto a = queue.schedule(7, Band::kHost, [&] { fired.push_back(1); });
+  auto b = queue.schedule(7, Band::kHost, [&] { fired.push_back(2); });
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(b->sequence, EventQueue::kMaxSequence);
+  auto c = queue.schedule(0, Band::kFault, [&] { fired.push_back(0); });
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, CALRT_INTERNAL);
+  EXPECT_NE(c.error().message.find("sequences are used up"), std::string::npos);
+  while (auto event = queue.pop()) {
+    EXPECT_EQ(event->first.band, Band::kHost);
+    event->second();
+  }
+  EXPECT_EQ(fired, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(queue.cancel(*b));
 }
 
 TEST(EventQueue, CancelledEventsDoNotHoldItFull) {
