@@ -334,13 +334,15 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
     });
     run.mode.host.push_back({"rank", rank.begin_ns, rank.end_ns, submission, run.key, q.index});
     // Bookkeeping of the bench itself, not charged: the row as the device stored it.
-    XXH3_state_t* hash = XXH3_createState();
-    XXH3_64bits_reset(hash);
-    visit_row_bytes(map.bytes(), io.logits(), 0, vocab, [&](std::span<const std::byte> bytes) {
-      XXH3_64bits_update(hash, bytes.data(), bytes.size());
-    });
-    q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
-    XXH3_freeState(hash);
+    if (fingerprints_logits()) {
+      XXH3_state_t* hash = XXH3_createState();
+      XXH3_64bits_reset(hash);
+      visit_row_bytes(map.bytes(), io.logits(), 0, vocab, [&](std::span<const std::byte> bytes) {
+        XXH3_64bits_update(hash, bytes.data(), bytes.size());
+      });
+      q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
+      XXH3_freeState(hash);
+    }
     q.record.tokens.push_back(token);
     q.record.token_ready.push_back(rank.end_ns);
     q.record.sample_ns.push_back(rank.charged_ns);
@@ -354,7 +356,9 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
   run.mode.host.push_back(
       {"bf16->fp32", convert.begin_ns, convert.end_ns, submission, run.key, q.index});
   // Bookkeeping of the bench itself, not part of the serving path: not charged.
-  const uint64_t fingerprint = logits_fingerprint(logits);
+  if (fingerprints_logits()) {
+    q.record.logits_hashes.push_back(logits_fingerprint(logits));
+  }
   const uint64_t stream =
       derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
   int32_t token = -1;
@@ -363,7 +367,6 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
       host_.run(sample_bytes, [&] { token = sample_token(logits, o.sampling, stream); });
   run.mode.host.push_back({"sample", sample.begin_ns, sample.end_ns, submission, run.key, q.index});
   q.record.tokens.push_back(token);
-  q.record.logits_hashes.push_back(fingerprint);
   q.record.token_ready.push_back(sample.end_ns);
   q.record.convert_ns.push_back(convert.charged_ns);
   q.record.sample_ns.push_back(sample.charged_ns);

@@ -47,8 +47,8 @@ std::vector<int32_t> bench_prompt(uint64_t seed, const RunKey& run, uint32_t seq
 
 // XXH3-64 of the bytes of an FP32 logits row: a compact fingerprint for checking that sync
 // and parallel mode computed bit-identical logits. It is the bench's own bookkeeping, taken
-// on every token: a byte-wise hash was 58 % of a timing-only run's CPU; XXH3 reads the row
-// at memory speed.
+// on every token of a functional calbin: a byte-wise hash was 58 % of a timing-only run's
+// CPU; XXH3 reads the row at memory speed.
 uint64_t logits_fingerprint(std::span<const float> logits);
 
 class BenchEngine {
@@ -76,6 +76,9 @@ class BenchEngine {
   void complete(RunState& run, InFlight& job);
   void finish_token(RunState& run, Request& request, const ModelIo& io, calrt::Buffer& output,
                     uint64_t submission);
+  // A timing-only calbin's device computes no logits (its rows are zeros): fingerprinting
+  // them proves nothing and cost most of a timing-only run's CPU.
+  bool fingerprints_logits() const { return !s_.manifest.timing_only; }
 
   BenchSession& s_;
   HostTime& host_;

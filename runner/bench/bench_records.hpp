@@ -65,6 +65,7 @@ struct SequenceRecord {
   int64_t prefill_end = 0;      // end time of its last prefill chunk
   std::vector<int32_t> tokens;  // generated, in order (tokens[0] from prefill)
   // XXH3-64 of the logits each token came from: greedy the stored BF16 row, top-k the FP32 row.
+  // Empty for a timing-only calbin, whose device computes no logits.
   std::vector<uint64_t> logits_hashes;
   std::vector<int64_t> token_ready;  // device time the host finished sampling each token
   std::vector<int64_t> convert_ns;   // top-k: BF16->FP32 of each token's logits, as charged

@@ -1,5 +1,5 @@
 // The outputs of `calrt bench`: the terminal table, the JSON report (schema
-// "calrt-bench/2") and the CSV report (one row per metric per mode). Both reports carry
+// "calrt-bench/3") and the CSV report (one row per metric per mode). Both reports carry
 // what is needed to reproduce the run (calbin hash, device config, versions, seeds, the
 // exact command line) and nothing that changes from one identical run to the next (no
 // wall-clock timestamps, no host names, no temporary paths), so that with
@@ -20,7 +20,7 @@
 
 namespace runner {
 
-inline constexpr const char* kBenchSchema = "calrt-bench/2";
+inline constexpr const char* kBenchSchema = "calrt-bench/3";
 
 // Sync against parallel mode, when both ran.
 struct BenchComparison {
@@ -30,6 +30,7 @@ struct BenchComparison {
   double e2e_speedup = 0.0;  // sync / parallel mean e2e_time, device clock
   size_t requests = 0;       // measured requests compared
   bool tokens_identical = true;
+  bool logits_compared = false;  // false for a timing-only calbin: no logits were computed
   bool logits_identical = true;
   std::string first_difference;  // where they first differ; empty when identical
 };

@@ -99,7 +99,7 @@ Expected<Device::ConfiguredModel> Device::configured_model(ObjectId calbin_id,
   if (!found) {
     return tl::unexpected(found.error());
   }
-  const CalbinImage& image = **found;
+  CalbinImage& image = **found;
   const auto model_index = image.find_model(model_name);
   if (!model_index) {
     return fail(CALRT_NOT_FOUND, image.not_found_message(model_name));

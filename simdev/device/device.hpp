@@ -183,7 +183,7 @@ class Device final : private FaultEffects {
   // The calbin, the index of its model with exactly this name, for a call that needs a
   // usable device and a configured calbin.
   struct ConfiguredModel {
-    const CalbinImage* image = nullptr;
+    CalbinImage* image = nullptr;
     size_t model_index = 0;
   };
   Expected<ConfiguredModel> configured_model(ObjectId calbin_id, std::string_view model_name,

@@ -18,7 +18,9 @@ bool abi_matches(const std::string& runtime_abi) {
   return runtime_abi == prefix || runtime_abi.rfind(prefix + ".", 0) == 0;
 }
 
-Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path, uint32_t device_chips) {
+Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path,
+                                                  const DeviceConfig& config) {
+  const auto device_chips = static_cast<uint32_t>(config.chips);
   auto manifest = calbin::read_manifest(path);
   if (!manifest) {
     return fail(CALRT_CALBIN_INVALID, manifest.error().to_string());
@@ -48,6 +50,9 @@ Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path, uint3
   image->dir = path;
   image->manifest = std::move(*manifest);
   image->kv = *kv;
+  for (const calbin::Model& model : image->manifest.models) {
+    image->cost_plans.emplace_back(image->manifest, model, config);
+  }
   return image;
 }
 
@@ -58,7 +63,7 @@ Expected<ObjectId> Device::calbin_create(const std::string& path, uint64_t timeo
     return tl::unexpected(allowed.error());
   }
   (void)timeout_ns;  // reading the manifest takes no device time
-  auto image = read_image(path, static_cast<uint32_t>(config_.chips));
+  auto image = read_image(path, config_);
   if (!image) {
     return tl::unexpected(image.error());
   }

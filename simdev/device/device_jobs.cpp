@@ -83,7 +83,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   if (!found) {
     return tl::unexpected(found.error());
   }
-  const CalbinImage& image = *found->image;
+  CalbinImage& image = *found->image;
   const size_t model_index = found->model_index;
   if (auto valid = validate_submit(calbin_id, image, model_index, input_id, output_id); !valid) {
     return tl::unexpected(valid.error());
@@ -109,7 +109,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   job->output = output_id;
   job->slot = input.slot;
   job->csrs = input.csrs;  // the device reads the CSRs at submission
-  job->cost = job_cost(image.manifest, model, job_shape(image.manifest, model, job->csrs), config_);
+  job->cost = image.cost_plans[model_index].cost(job_shape(image.manifest, model, job->csrs));
   job->input_at_submit = input.tensors;
   job->output_at_submit = output.tensors;
   job->submit_ps = engine_.now();

@@ -16,6 +16,7 @@
 #include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/model/model_dims.hpp"
+#include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {
 
@@ -24,6 +25,7 @@ struct CalbinImage {
   std::filesystem::path dir;
   calbin::Manifest manifest;
   KvGeometry kv;
+  std::vector<CostPlan> cost_plans;  // one per model, for this device's config
 
   // Set by a successful configure, cleared by a chip/full reset.
   bool configured = false;

@@ -87,7 +87,7 @@ struct ScaledOp {
   uint64_t bytes = 0;
 };
 
-ScaledOp scale_op(const calbin::Op& op, const Scaling& s) {
+ScaledOp scale_op(const OpFigures& op, const Scaling& s) {
   if (!s.scaled) {
     return {op.flops, op.bytes};
   }
@@ -183,85 +183,154 @@ uint64_t element_bytes(const calbin::Op& op) {
   return clamp_u64((elements * calbin::dtype_bits(op.dtype) + 7) / 8);
 }
 
-// The reduction that closes a piece: one latency plus the bytes one chip receives. An
-// all-reduce exchanges partial sums (each chip receives every other chip's, in the op's
-// dtype: FP32 in the generated calbins); a gather brings the other chips' slices of the
-// op's tensor to chip 0.
-void add_d2d(const calbin::Op& barrier, const Scaling& s, uint32_t chips,
-             const DeviceConfig& config, Segment& segment) {
-  const uint64_t payload =
-      s.scaled ? scale_up(element_bytes(barrier), s.tokens, s.chunk) : element_bytes(barrier);
-  const bool gather = barrier.type == "d2d_gather";
-  segment.d2d_bytes =
-      gather ? scale_up(payload, chips - 1, chips) : clamp_u64(Wide{payload} * (chips - 1));
-  segment.d2d_ps = saturating_add(ns_to_ps(config.d2d_latency_ns),
-                                  duration_ps(segment.d2d_bytes, config.d2d_bytes_per_s()));
+OpFigures figures_of(const calbin::Op& op) {
+  return OpFigures{op.dtype,        op.experts,  op.flops,   op.bytes,
+                   op.weight_bytes, op.kv_bytes, op.kv_slots};
 }
 
-struct ChipPieces {
-  const std::vector<calbin::Op>* ops = nullptr;
-  uint32_t chip = 0;
-  std::vector<Piece> pieces;
-};
+Scaling scaling_for(const JobShape& shape, uint64_t experts, uint64_t active_experts) {
+  Scaling s;
+  s.tokens = shape.tokens;
+  s.chunk = std::max<uint64_t>(shape.chunk, 1);
+  s.past = shape.past;
+  s.experts = experts;
+  s.expert_fixed = expected_experts_fixed(experts, active_experts, shape.tokens);
+  return s;
+}
 
-void build_segments(const calbin::Manifest& manifest, const calbin::Model& model,
-                    const JobShape& shape, const DeviceConfig& config, JobCost& cost) {
-  const uint32_t chips = std::max<uint32_t>(manifest.chips, 1);
-  std::vector<ChipPieces> lists;
-  size_t count = 0;
-  for (const calbin::ChipOps& chip_ops : model.ops) {
-    // An op list for a chip the calbin does not have cannot run; calrt check reports it.
-    if (chip_ops.chip >= chips || chip_ops.ops.empty()) {
-      continue;
-    }
-    lists.push_back({&chip_ops.ops, chip_ops.chip, split(chip_ops.ops)});
-    count = std::max(count, lists.back().pieces.size());
-  }
-  Scaling scaling;
-  scaling.tokens = shape.tokens;
-  scaling.chunk = std::max<uint64_t>(shape.chunk, 1);
-  scaling.past = shape.past;
-  scaling.experts = manifest.llm.experts;
-  scaling.expert_fixed =
-      expected_experts_fixed(manifest.llm.experts, manifest.llm.active_experts, shape.tokens);
-  cost.segments.resize(count);
-  for (size_t k = 0; k < count; ++k) {
-    Segment& segment = cost.segments[k];
-    segment.chip_ps.assign(chips, 0);
-    segment.chip_flops.assign(chips, 0);
-    segment.chip_bytes.assign(chips, 0);
-    bool described = false;
-    for (const ChipPieces& list : lists) {
-      if (k >= list.pieces.size()) {
-        continue;
-      }
-      const Piece& piece = list.pieces[k];
-      const std::vector<calbin::Op>& ops = *list.ops;
-      Scaling s = scaling;
-      s.scaled = piece.part != Part::kHead;
-      TimePs& ps = segment.chip_ps[list.chip];
-      for (size_t i = piece.begin; i < piece.end; ++i) {
-        const ScaledOp scaled = scale_op(ops[i], s);
-        ps = saturating_add(ps, op_time(ops[i].dtype, scaled.flops, scaled.bytes, config));
-        segment.chip_flops[list.chip] = saturating_add(segment.chip_flops[list.chip], scaled.flops);
-        segment.chip_bytes[list.chip] = saturating_add(segment.chip_bytes[list.chip], scaled.bytes);
-      }
-      if (described) {
-        continue;
-      }
-      // The first chip with this piece names the segment and its reduction; tensor-parallel
-      // chips run the same graph, so the others agree.
-      described = true;
-      segment.layer = ops[piece.begin].layer;
-      segment.label = label_of(ops, piece);
-      if (chips >= 2 && is_barrier(ops[piece.end - 1])) {
-        add_d2d(ops[piece.end - 1], s, chips, config, segment);
-      }
-    }
+// Adds ops [begin, end) to one chip's share of a segment.
+void add_ops(const std::vector<OpFigures>& ops, size_t begin, size_t end, const Scaling& s,
+             const DeviceConfig& config, uint32_t chip, Segment& segment) {
+  TimePs& ps = segment.chip_ps[chip];
+  uint64_t& flops = segment.chip_flops[chip];
+  uint64_t& bytes = segment.chip_bytes[chip];
+  for (size_t i = begin; i < end; ++i) {
+    const ScaledOp scaled = scale_op(ops[i], s);
+    ps = saturating_add(ps, op_time(ops[i].dtype, scaled.flops, scaled.bytes, config));
+    flops = saturating_add(flops, scaled.flops);
+    bytes = saturating_add(bytes, scaled.bytes);
   }
 }
 
 }  // namespace
+
+CostPlan::CostPlan(const calbin::Manifest& manifest, const calbin::Model& model,
+                   const DeviceConfig& config)
+    : config_(config),
+      chips_(std::max<uint32_t>(manifest.chips, 1)),
+      experts_(manifest.llm.experts),
+      active_experts_(manifest.llm.active_experts),
+      h2d_bytes_(tensor_bytes_sum(model.inputs)),
+      d2h_bytes_(tensor_bytes_sum(model.outputs)) {
+  for (const calbin::ChipOps& chip_ops : model.ops) {
+    // An op list for a chip the calbin does not have cannot run; calrt check reports it.
+    if (chip_ops.chip >= chips_ || chip_ops.ops.empty()) {
+      continue;
+    }
+    const std::vector<calbin::Op>& ops = chip_ops.ops;
+    const std::vector<Piece> pieces = split(ops);
+    if (segments_.size() < pieces.size()) {
+      segments_.resize(pieces.size());
+    }
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      const Piece& piece = pieces[k];
+      PlannedSegment& segment = segments_[k];
+      const bool scaled = piece.part != Part::kHead;
+      if (segment.runs.empty()) {
+        // The first chip with this piece names the segment and its reduction; tensor-parallel
+        // chips run the same graph, so the others agree.
+        segment.layer = ops[piece.begin].layer;
+        segment.label = label_of(ops, piece);
+        segment.scaled = scaled;
+        const calbin::Op& last = ops[piece.end - 1];
+        segment.reduces = chips_ >= 2 && is_barrier(last);
+        segment.gather = last.type == "d2d_gather";
+        segment.reduced_bytes = element_bytes(last);
+      }
+      // The ops that read the KV cache go last, so a job can take the others' sums as kept.
+      ChipRun run{chip_ops.chip, ops_.size(), 0, 0};
+      for (size_t i = piece.begin; i < piece.end; ++i) {
+        if (!scaled || ops[i].kv_slots == 0) {
+          ops_.push_back(figures_of(ops[i]));
+        }
+      }
+      run.kv_begin = ops_.size();
+      for (size_t i = piece.begin; i < piece.end; ++i) {
+        if (scaled && ops[i].kv_slots > 0) {
+          ops_.push_back(figures_of(ops[i]));
+        }
+      }
+      run.end = ops_.size();
+      segment.runs.push_back(run);
+    }
+  }
+}
+
+const std::vector<Segment>& CostPlan::kv_independent(const JobShape& shape) {
+  const uint64_t chunk = std::max<uint64_t>(shape.chunk, 1);
+  for (const Memo& memo : memos_) {
+    if (memo.tokens == shape.tokens && memo.chunk == chunk) {
+      return memo.segments;
+    }
+  }
+  Memo* memo = nullptr;
+  if (memos_.size() < kMemos) {
+    memo = &memos_.emplace_back();
+  } else {
+    memo = &memos_[next_memo_];
+    next_memo_ = (next_memo_ + 1) % kMemos;
+  }
+  memo->tokens = shape.tokens;
+  memo->chunk = chunk;
+  const Scaling scaling = scaling_for(shape, experts_, active_experts_);
+  memo->segments.assign(segments_.size(), Segment{});
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    const PlannedSegment& planned = segments_[k];
+    Segment& segment = memo->segments[k];
+    segment.layer = planned.layer;
+    segment.label = planned.label;
+    segment.chip_ps.assign(chips_, 0);
+    segment.chip_flops.assign(chips_, 0);
+    segment.chip_bytes.assign(chips_, 0);
+    Scaling s = scaling;
+    s.scaled = planned.scaled;
+    for (const ChipRun& run : planned.runs) {
+      add_ops(ops_, run.begin, run.kv_begin, s, config_, run.chip, segment);
+    }
+    if (planned.reduces) {
+      // The reduction that closes the segment: one latency plus the bytes one chip receives.
+      // An all-reduce exchanges partial sums (each chip receives every other chip's, in the
+      // op's dtype: FP32 in the generated calbins); a gather brings the other chips' slices
+      // of the op's tensor to chip 0.
+      const uint64_t payload =
+          s.scaled ? scale_up(planned.reduced_bytes, s.tokens, s.chunk) : planned.reduced_bytes;
+      segment.d2d_bytes = planned.gather ? scale_up(payload, chips_ - 1, chips_)
+                                         : clamp_u64(Wide{payload} * (chips_ - 1));
+      segment.d2d_ps = saturating_add(ns_to_ps(config_.d2d_latency_ns),
+                                      duration_ps(segment.d2d_bytes, config_.d2d_bytes_per_s()));
+    }
+  }
+  return memo->segments;
+}
+
+JobCost CostPlan::cost(const JobShape& shape) {
+  JobCost cost;
+  const TimePs link_latency = ns_to_ps(config_.pcie_latency_ns);
+  const Rate pcie = config_.pcie_bytes_per_s();
+  cost.submit_ps = ns_to_ps(config_.submit_overhead_ns);
+  cost.h2d_bytes = h2d_bytes_;
+  cost.h2d_ps = saturating_add(duration_ps(cost.h2d_bytes, pcie), link_latency);
+  cost.d2h_bytes = d2h_bytes_;
+  cost.d2h_ps = saturating_add(duration_ps(cost.d2h_bytes, pcie), link_latency);
+  cost.segments = kv_independent(shape);
+  const Scaling scaling = scaling_for(shape, experts_, active_experts_);
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    for (const ChipRun& run : segments_[k].runs) {
+      add_ops(ops_, run.kv_begin, run.end, scaling, config_, run.chip, cost.segments[k]);
+    }
+  }
+  return cost;
+}
 
 TimePs Segment::chips_ps() const {
   TimePs slowest = 0;
@@ -334,16 +403,7 @@ uint64_t expected_experts_fixed(uint64_t experts, uint64_t active, uint64_t toke
 
 JobCost job_cost(const calbin::Manifest& manifest, const calbin::Model& model,
                  const JobShape& shape, const DeviceConfig& config) {
-  JobCost cost;
-  const TimePs link_latency = ns_to_ps(config.pcie_latency_ns);
-  const Rate pcie = config.pcie_bytes_per_s();
-  cost.submit_ps = ns_to_ps(config.submit_overhead_ns);
-  cost.h2d_bytes = tensor_bytes_sum(model.inputs);
-  cost.h2d_ps = saturating_add(duration_ps(cost.h2d_bytes, pcie), link_latency);
-  cost.d2h_bytes = tensor_bytes_sum(model.outputs);
-  cost.d2h_ps = saturating_add(duration_ps(cost.d2h_bytes, pcie), link_latency);
-  build_segments(manifest, model, shape, config, cost);
-  return cost;
+  return CostPlan(manifest, model, config).cost(shape);
 }
 
 TimePs configure_ps(uint64_t param_bytes, uint64_t block_count, const DeviceConfig& config) {

@@ -72,6 +72,67 @@ uint64_t expected_experts_fixed(uint64_t experts, uint64_t active, uint64_t toke
 JobCost job_cost(const calbin::Manifest& manifest, const calbin::Model& model,
                  const JobShape& shape, const DeviceConfig& config);
 
+// What the timing model reads of one op.
+struct OpFigures {
+  calbin::Dtype dtype = calbin::Dtype::kBf16;
+  uint32_t experts = 0;
+  uint64_t flops = 0;
+  uint64_t bytes = 0;
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes = 0;
+  uint64_t kv_slots = 0;
+};
+
+// job_cost() for many jobs of one model: the op lists are cut into segments and each op's
+// figures copied out once, when the calbin is loaded, and per (tokens, chunk) the plan keeps
+// the sums of the ops that do not read the KV cache, so a decode step recomputes only its
+// attention ops. cost() equals job_cost() exactly: the sums are saturating additions of
+// unsigned terms, whose result does not depend on their order (tested). It holds no pointer
+// into the manifest. Not thread-safe: the device runs one call at a time.
+class CostPlan {
+ public:
+  CostPlan(const calbin::Manifest& manifest, const calbin::Model& model,
+           const DeviceConfig& config);
+  JobCost cost(const JobShape& shape);
+
+ private:
+  struct ChipRun {
+    uint32_t chip = 0;
+    size_t begin = 0;  // ops_[begin, kv_begin) do not read the KV cache, [kv_begin, end) do
+    size_t kv_begin = 0;
+    size_t end = 0;
+  };
+  struct PlannedSegment {
+    int32_t layer = -1;
+    const char* label = "";
+    bool scaled = true;          // false for the head: it runs on the last token only
+    bool reduces = false;        // a D2D reduction closes the segment
+    bool gather = false;         // ... and it is a gather, not an all-reduce
+    uint64_t reduced_bytes = 0;  // the reduction's tensor, as listed
+    std::vector<ChipRun> runs;
+  };
+  // The segments costed with only the ops that do not read the KV cache.
+  struct Memo {
+    uint64_t tokens = 0;
+    uint64_t chunk = 0;
+    std::vector<Segment> segments;
+  };
+  static constexpr size_t kMemos = 4;  // decode, a full prefill chunk, a last partial chunk, ...
+
+  const std::vector<Segment>& kv_independent(const JobShape& shape);
+
+  DeviceConfig config_;
+  uint32_t chips_ = 1;
+  uint64_t experts_ = 0;
+  uint64_t active_experts_ = 0;
+  uint64_t h2d_bytes_ = 0;
+  uint64_t d2h_bytes_ = 0;
+  std::vector<OpFigures> ops_;
+  std::vector<PlannedSegment> segments_;
+  std::vector<Memo> memos_;
+  size_t next_memo_ = 0;  // the one replaced next once kMemos are kept
+};
+
 // Uploading the param blocks at configure: bytes over PCIe plus one latency per block.
 TimePs configure_ps(uint64_t param_bytes, uint64_t block_count, const DeviceConfig& config);
 

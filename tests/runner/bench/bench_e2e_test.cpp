@@ -112,7 +112,7 @@ TEST_F(BenchTest, UsageErrorFoundLateStillWritesTheReport) {
       bench(CALRT_TEST_CALBIN, "--prompt-len 4600 --gen-len 32 --json " + quoted(report));
   ASSERT_EQ(run.exit_code, 2) << run.output;
   const nlohmann::json doc = read_json(report);
-  EXPECT_EQ(doc["schema"], "calrt-bench/2");
+  EXPECT_EQ(doc["schema"], "calrt-bench/3");
   EXPECT_EQ(doc["result"], "ERROR");
   EXPECT_NE(doc["error"].get<std::string>().find("--prompt-len"), std::string::npos);
 }
@@ -196,7 +196,7 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
 std::map<std::pair<int, int>, nlohmann::json> requests_of(const nlohmann::json& mode) {
   std::map<std::pair<int, int>, nlohmann::json> out;
   for (const auto& r : mode["requests"]) {
-    out[{r["run"].get<int>(), r["request"].get<int>()}] = {r["tokens"], r["logits_fnv1a64"]};
+    out[{r["run"].get<int>(), r["request"].get<int>()}] = {r["tokens"], r["logits_xxh3_64"]};
   }
   return out;
 }
@@ -228,6 +228,7 @@ TEST_F(BenchTest, ParallelIsFasterWithTwoRequestsAndBitIdentical) {
     EXPECT_EQ(value[0].size(), 6u);  // gen-len tokens
     EXPECT_EQ(value[1].size(), 6u);
   }
+  EXPECT_TRUE(doc["comparison"]["logits_compared"].get<bool>());
   EXPECT_TRUE(doc["comparison"]["logits_identical"].get<bool>());
   EXPECT_TRUE(doc["comparison"]["tokens_identical"].get<bool>());
 }
@@ -259,7 +260,13 @@ TEST_F(BenchTest, TimingOnlyReferenceCalbinSamplesZeroLogits) {
   EXPECT_TRUE(doc["calbin"]["timing_only"].get<bool>());
   for (const auto& r : doc["modes"]["sync"]["requests"]) {
     EXPECT_EQ(r["tokens"], nlohmann::json({0, 0, 0}));
+    // Rows the device never computed are not fingerprinted, and the comparison says so.
+    EXPECT_EQ(r["logits_xxh3_64"], nlohmann::json::array());
   }
+  EXPECT_FALSE(doc["comparison"]["logits_compared"].get<bool>());
+  EXPECT_TRUE(doc["comparison"]["tokens_identical"].get<bool>());
+  EXPECT_NE(run.output.find("logits not compared: a timing-only calbin"), std::string::npos)
+      << run.output;
   const auto& sync = doc["modes"]["sync"]["metrics"];
   EXPECT_EQ(sync["ttft"]["count"], 2);
   EXPECT_EQ(sync["tpot"]["count"], 4);           // 2 requests x 2 decode steps

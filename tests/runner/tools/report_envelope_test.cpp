@@ -141,7 +141,7 @@ TEST_F(ReportEnvelope, CsvRowsCarryTheirProvenance) {
   size_t rows = 0;
   while (std::getline(stream, row)) {
     ++rows;
-    EXPECT_EQ(row.rfind("calrt-bench/2,", 0), 0u) << row;
+    EXPECT_EQ(row.rfind("calrt-bench/3,", 0), 0u) << row;
     EXPECT_NE(row.find(csv.string()), std::string::npos) << row;
   }
   EXPECT_GT(rows, 0u);

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "simdev/device/timing/cost_model.hpp"
 
@@ -342,6 +343,48 @@ TEST(CostModel, TransfersAndConfigureUseThePcieLink) {
   EXPECT_EQ(cost.d2h_ps, 79346u + 2000000u);  // 2000 B: 79345.70... ps
   EXPECT_EQ(configure_ps(2048, 3, config), 81250u + 3 * 2000000u);
   EXPECT_EQ(configure_ps(0, 0, config), 2000000u);
+}
+
+void expect_same_cost(const JobCost& got, const JobCost& want, const std::string& where) {
+  EXPECT_EQ(got.total_ps(), want.total_ps()) << where;
+  ASSERT_EQ(got.segments.size(), want.segments.size()) << where;
+  for (size_t k = 0; k < want.segments.size(); ++k) {
+    const Segment& a = got.segments[k];
+    const Segment& b = want.segments[k];
+    EXPECT_EQ(a.chip_ps, b.chip_ps) << where << " segment " << k;
+    EXPECT_EQ(a.chip_flops, b.chip_flops) << where << " segment " << k;
+    EXPECT_EQ(a.chip_bytes, b.chip_bytes) << where << " segment " << k;
+    EXPECT_EQ(a.d2d_ps, b.d2d_ps) << where << " segment " << k;
+    EXPECT_EQ(a.d2d_bytes, b.d2d_bytes) << where << " segment " << k;
+    EXPECT_EQ(a.layer, b.layer) << where << " segment " << k;
+    EXPECT_STREQ(a.label, b.label) << where << " segment " << k;
+  }
+}
+
+// The device keeps one plan per model for its whole life: the sums it keeps per (tokens,
+// chunk) must give every later job what a plan seeing that job first gives, whatever came
+// before, including after the kept sums were replaced (more shapes than it keeps).
+TEST(CostPlan, KeptSumsGiveWhatAFreshPlanGives) {
+  const calbin::Manifest manifest = manifest_for(2);
+  const calbin::Model model = two_chip_model();
+  const DeviceConfig config;
+  CostPlan kept(manifest, model, config);
+  std::vector<JobShape> shapes;
+  for (uint64_t past = 0; past < 600; past += 37) {
+    shapes.push_back({1, 1, past});  // decode: only the attention ops change
+    if (past % 3 == 0) {
+      shapes.push_back({kChunk, kChunk, past});
+      shapes.push_back({past % kChunk + 1, kChunk, past});  // a last, partial chunk
+    }
+  }
+  for (const JobShape& shape : shapes) {
+    const std::string where = "tokens " + std::to_string(shape.tokens) + " chunk " +
+                              std::to_string(shape.chunk) + " past " + std::to_string(shape.past);
+    expect_same_cost(kept.cost(shape), CostPlan(manifest, model, config).cost(shape), where);
+    expect_same_cost(kept.cost(shape), job_cost(manifest, model, shape, config), where);
+  }
+  // The attention ops are recomputed: a longer KV read costs more on the same kept sums.
+  EXPECT_LT(kept.cost({1, 1, 0}).compute_ps(), kept.cost({1, 1, 100000}).compute_ps());
 }
 
 TEST(CostModel, HugeWorkSaturatesInsteadOfWrapping) {
