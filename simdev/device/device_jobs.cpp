@@ -272,15 +272,14 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
 void Device::record_compute(const Job& job) {
   TimePs begin = job.compute_start_ps;
   for (const Segment& segment : job.cost.segments) {
-    for (size_t chip = 0; chip < segment.chip_ps.size(); ++chip) {
+    for (size_t chip = 0; chip < segment.chips.size(); ++chip) {
+      const ChipLoad& load = segment.chips[chip];
       if (chip < chip_busy_ps_.size()) {
-        chip_busy_ps_[chip] = saturating_add(chip_busy_ps_[chip], segment.chip_ps[chip]);
+        chip_busy_ps_[chip] = saturating_add(chip_busy_ps_[chip], load.ps);
       }
       trace_.record({CALRT_TRACK_CHIP, CALRT_TRACE_COMPUTE, static_cast<uint32_t>(chip),
-                     segment.layer, job.serial, begin, saturating_add(begin, segment.chip_ps[chip]),
-                     chip < segment.chip_bytes.size() ? segment.chip_bytes[chip] : 0,
-                     chip < segment.chip_flops.size() ? segment.chip_flops[chip] : 0,
-                     segment.label});
+                     segment.layer, job.serial, begin, saturating_add(begin, load.ps), load.bytes,
+                     load.flops, segment.label});
     }
     const TimePs chips_end = saturating_add(begin, segment.chips_ps());
     if (segment.d2d_ps > 0) {

@@ -201,9 +201,9 @@ Scaling scaling_for(const JobShape& shape, uint64_t experts, uint64_t active_exp
 // Adds ops [begin, end) to one chip's share of a segment.
 void add_ops(const std::vector<OpFigures>& ops, size_t begin, size_t end, const Scaling& s,
              const DeviceConfig& config, uint32_t chip, Segment& segment) {
-  TimePs& ps = segment.chip_ps[chip];
-  uint64_t& flops = segment.chip_flops[chip];
-  uint64_t& bytes = segment.chip_bytes[chip];
+  TimePs& ps = segment.chips[chip].ps;
+  uint64_t& flops = segment.chips[chip].flops;
+  uint64_t& bytes = segment.chips[chip].bytes;
   for (size_t i = begin; i < end; ++i) {
     const ScaledOp scaled = scale_op(ops[i], s);
     ps = saturating_add(ps, op_time(ops[i].dtype, scaled.flops, scaled.bytes, config));
@@ -289,9 +289,7 @@ const std::vector<Segment>& CostPlan::kv_independent(const JobShape& shape) {
     Segment& segment = memo->segments[k];
     segment.layer = planned.layer;
     segment.label = planned.label;
-    segment.chip_ps.assign(chips_, 0);
-    segment.chip_flops.assign(chips_, 0);
-    segment.chip_bytes.assign(chips_, 0);
+    segment.chips.assign(chips_, ChipLoad{});
     Scaling s = scaling;
     s.scaled = planned.scaled;
     for (const ChipRun& run : planned.runs) {
@@ -334,8 +332,8 @@ JobCost CostPlan::cost(const JobShape& shape) {
 
 TimePs Segment::chips_ps() const {
   TimePs slowest = 0;
-  for (const TimePs ps : chip_ps) {
-    slowest = std::max(slowest, ps);
+  for (const ChipLoad& chip : chips) {
+    slowest = std::max(slowest, chip.ps);
   }
   return slowest;
 }
@@ -433,8 +431,8 @@ size_t segment_at(const std::vector<Segment>& segments, TimePs offset_ps) {
 
 void slow_down(std::vector<Segment>& segments, uint64_t factor) {
   for (Segment& segment : segments) {
-    for (TimePs& ps : segment.chip_ps) {
-      ps = saturating_mul(ps, factor);
+    for (ChipLoad& chip : segment.chips) {
+      chip.ps = saturating_mul(chip.ps, factor);
     }
     segment.d2d_ps = saturating_mul(segment.d2d_ps, factor);
   }
@@ -444,9 +442,9 @@ void throttle(std::vector<Segment>& segments, TimePs start_ps,
               const std::vector<ChipThrottle>& chips) {
   TimePs at = start_ps;
   for (Segment& segment : segments) {
-    for (size_t chip = 0; chip < segment.chip_ps.size() && chip < chips.size(); ++chip) {
+    for (size_t chip = 0; chip < segment.chips.size() && chip < chips.size(); ++chip) {
       if (at < chips[chip].until_ps) {
-        segment.chip_ps[chip] = saturating_mul(segment.chip_ps[chip], chips[chip].factor);
+        segment.chips[chip].ps = saturating_mul(segment.chips[chip].ps, chips[chip].factor);
       }
     }
     at = saturating_add(at, segment.total_ps());

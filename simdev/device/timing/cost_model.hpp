@@ -20,14 +20,20 @@
 
 namespace simdev {
 
+// What one chip does in a segment.
+struct ChipLoad {
+  TimePs ps = 0;  // its ops and their overheads
+  uint64_t flops = 0;
+  uint64_t bytes = 0;  // DRAM traffic
+  friend bool operator==(const ChipLoad&, const ChipLoad&) = default;
+};
+
 // One barrier-delimited part of a job's compute stage.
 struct Segment {
   int32_t layer = -1;           // the layer the segment belongs to; -1 for none
   const char* label = "";       // static string: "embed", "attention", "moe", "lm_head", ...
-  std::vector<TimePs> chip_ps;  // per chip, ops and their overheads
-  std::vector<uint64_t> chip_flops;
-  std::vector<uint64_t> chip_bytes;  // DRAM traffic
-  TimePs d2d_ps = 0;                 // the reduction after the chips finish; 0 for none
+  std::vector<ChipLoad> chips;  // one per chip of the calbin (one allocation per segment)
+  TimePs d2d_ps = 0;            // the reduction after the chips finish; 0 for none
   uint64_t d2d_bytes = 0;
 
   TimePs chips_ps() const;  // the slowest chip

@@ -195,9 +195,9 @@ TEST(CostModel, SegmentsFollowTheReductions) {
     const Segment& s = cost.segments[k];
     EXPECT_EQ(s.label, expected[k].first) << k;
     EXPECT_EQ(s.layer, expected[k].second) << k;
-    ASSERT_EQ(s.chip_ps.size(), 2u);
-    EXPECT_EQ(s.chip_ps[0], s.chip_ps[1]) << k;
-    EXPECT_GT(s.chip_ps[0], 0u) << k;
+    ASSERT_EQ(s.chips.size(), 2u);
+    EXPECT_EQ(s.chips[0].ps, s.chips[1].ps) << k;
+    EXPECT_GT(s.chips[0].ps, 0u) << k;
   }
   EXPECT_EQ(cost.segments[0].d2d_ps, 0u);  // no reduction after the embedding
   // An all-reduce of 256 x 64 FP32 partial sums: each chip receives the other's 65536 bytes.
@@ -216,14 +216,14 @@ TEST(CostModel, OneChipCalbinHasNoD2dAndAChipWithoutOpsTakesZero) {
   for (const Segment& s : one.segments) {
     EXPECT_EQ(s.d2d_ps, 0u);
     EXPECT_EQ(s.d2d_bytes, 0u);
-    EXPECT_EQ(s.chip_ps.size(), 1u);
+    EXPECT_EQ(s.chips.size(), 1u);
   }
   const JobCost lopsided = job_cost(manifest_for(2), model_for({{1, moe_graph()}}), full, {});
   ASSERT_EQ(lopsided.segments.size(), 6u);
   for (const Segment& s : lopsided.segments) {
-    ASSERT_EQ(s.chip_ps.size(), 2u);
-    EXPECT_EQ(s.chip_ps[0], 0u);
-    EXPECT_EQ(s.chips_ps(), s.chip_ps[1]);
+    ASSERT_EQ(s.chips.size(), 2u);
+    EXPECT_EQ(s.chips[0].ps, 0u);
+    EXPECT_EQ(s.chips_ps(), s.chips[1].ps);
   }
   // Op lists for chips the calbin does not have are not run.
   const JobCost stray =
@@ -236,8 +236,8 @@ TEST(CostModel, SlowestChipDecidesAndPartsAddUp) {
   heavier[1].flops *= 1000;  // layer 0's first matmul on chip 1 only
   const JobCost cost = job_cost(manifest_for(2), model_for({{0, moe_graph()}, {1, heavier}}),
                                 {kChunk, kChunk, 0}, DeviceConfig{});
-  EXPECT_GT(cost.segments[1].chip_ps[1], cost.segments[1].chip_ps[0]);
-  EXPECT_EQ(cost.segments[1].chips_ps(), cost.segments[1].chip_ps[1]);
+  EXPECT_GT(cost.segments[1].chips[1].ps, cost.segments[1].chips[0].ps);
+  EXPECT_EQ(cost.segments[1].chips_ps(), cost.segments[1].chips[1].ps);
   TimePs compute = 0;
   for (const Segment& s : cost.segments) {
     EXPECT_EQ(s.total_ps(), s.chips_ps() + s.d2d_ps);
@@ -255,13 +255,13 @@ TEST(CostModel, PartialChunkKeepsWeightReadsAndScalesTheRest) {
   const uint64_t activations = op.bytes - op.weight_bytes;
   for (uint64_t tokens : {uint64_t{1}, uint64_t{17}, uint64_t{128}, kChunk}) {
     const Segment s = only_segment(op, {tokens, kChunk, 0});
-    EXPECT_EQ(s.chip_flops[0], op.flops * tokens / kChunk) << tokens;
-    EXPECT_EQ(s.chip_bytes[0], op.weight_bytes + activations * tokens / kChunk) << tokens;
+    EXPECT_EQ(s.chips[0].flops, op.flops * tokens / kChunk) << tokens;
+    EXPECT_EQ(s.chips[0].bytes, op.weight_bytes + activations * tokens / kChunk) << tokens;
   }
   // Without the breakdown every byte counts as activation traffic.
   calbin::Op unknown = op;
   unknown.weight_bytes = 0;
-  EXPECT_EQ(only_segment(unknown, {1, kChunk, 0}).chip_bytes[0], (op.bytes + kChunk - 1) / kChunk);
+  EXPECT_EQ(only_segment(unknown, {1, kChunk, 0}).chips[0].bytes, (op.bytes + kChunk - 1) / kChunk);
 }
 
 TEST(CostModel, AttentionGrowsWithPastAndTokens) {
@@ -273,8 +273,8 @@ TEST(CostModel, AttentionGrowsWithPastAndTokens) {
                                JobShape{1, kChunk, 4095}, JobShape{kChunk, kChunk, 40704}}) {
     const uint64_t pairs = shape.tokens * shape.past + shape.tokens * (shape.tokens + 1) / 2;
     const Segment s = only_segment(op, shape);
-    EXPECT_EQ(s.chip_flops[0], per_pair * pairs) << shape.tokens << " after " << shape.past;
-    EXPECT_EQ(s.chip_bytes[0],
+    EXPECT_EQ(s.chips[0].flops, per_pair * pairs) << shape.tokens << " after " << shape.past;
+    EXPECT_EQ(s.chips[0].bytes,
               kv_per_slot * (shape.past + shape.tokens) + qo_per_token * shape.tokens);
   }
   // A decode op lists one query against the whole context; a step reads past + 1 slots.
@@ -285,8 +285,8 @@ TEST(CostModel, AttentionGrowsWithPastAndTokens) {
   decode.kv_bytes = 2 * 2 * 16 * 4096 * 2;
   decode.bytes = decode.kv_bytes + 2 * 4 * 16 * 2;
   const Segment step = only_segment(decode, {1, 1, 99});
-  EXPECT_EQ(step.chip_flops[0], 4 * 100 * 4 * 16u);
-  EXPECT_EQ(step.chip_bytes[0], 2 * 2 * 16 * 100 * 2 + 2 * 4 * 16 * 2u);
+  EXPECT_EQ(step.chips[0].flops, 4 * 100 * 4 * 16u);
+  EXPECT_EQ(step.chips[0].bytes, 2 * 2 * 16 * 100 * 2 + 2 * 4 * 16 * 2u);
 }
 
 TEST(CostModel, MoeReadsTheExpectedDistinctExperts) {
@@ -295,26 +295,26 @@ TEST(CostModel, MoeReadsTheExpectedDistinctExperts) {
   const uint64_t activations = op.bytes - op.weight_bytes;
   const Segment one = only_segment(op, {1, kChunk, 0});
   // 1 token: 2 experts; activations 1/256 of the chunk's, rounded up.
-  EXPECT_EQ(one.chip_bytes[0], 2 * 4096 + (activations + kChunk - 1) / kChunk);
+  EXPECT_EQ(one.chips[0].bytes, 2 * 4096 + (activations + kChunk - 1) / kChunk);
   const Segment two = only_segment(op, {2, kChunk, 0});
   // 16 x (1 - (7/8)^2) = 3.75 experts.
-  EXPECT_EQ(two.chip_bytes[0], 15 * 4096 / 4 + (2 * activations + kChunk - 1) / kChunk);
+  EXPECT_EQ(two.chips[0].bytes, 15 * 4096 / 4 + (2 * activations + kChunk - 1) / kChunk);
   const Segment full = only_segment(op, {kChunk, kChunk, 0});
-  EXPECT_LE(full.chip_bytes[0], op.bytes);
-  EXPECT_GT(full.chip_bytes[0], op.bytes - 4096 / 1000);
+  EXPECT_LE(full.chips[0].bytes, op.bytes);
+  EXPECT_GT(full.chips[0].bytes, op.bytes - 4096 / 1000);
   // A decode op lists the 2 experts of its one token; the same step reads the same bytes.
   calbin::Op decode = experts_op(0, 2, 4096);
   decode.bytes = decode.weight_bytes + 2 * (32 + kHidden) * 2;
-  EXPECT_EQ(only_segment(decode, {1, 1, 0}).chip_bytes[0], decode.bytes);
+  EXPECT_EQ(only_segment(decode, {1, 1, 0}).chips[0].bytes, decode.bytes);
 }
 
 TEST(CostModel, TheHeadCostsTheSameForAnyTokenCount) {
   const DeviceConfig config;
   const JobCost full = job_cost(manifest_for(2), two_chip_model(), {kChunk, kChunk, 0}, config);
   const JobCost one = job_cost(manifest_for(2), two_chip_model(), {1, kChunk, 0}, config);
-  EXPECT_EQ(full.segments.back().chip_flops, one.segments.back().chip_flops);
+  EXPECT_EQ(full.segments.back().chips, one.segments.back().chips);
   EXPECT_EQ(full.segments.back().total_ps(), one.segments.back().total_ps());
-  EXPECT_LT(one.segments[1].chip_flops[0], full.segments[1].chip_flops[0]);
+  EXPECT_LT(one.segments[1].chips[0].flops, full.segments[1].chips[0].flops);
 }
 
 TEST(CostModel, MonotonicInTokensAndPast) {
@@ -351,9 +351,7 @@ void expect_same_cost(const JobCost& got, const JobCost& want, const std::string
   for (size_t k = 0; k < want.segments.size(); ++k) {
     const Segment& a = got.segments[k];
     const Segment& b = want.segments[k];
-    EXPECT_EQ(a.chip_ps, b.chip_ps) << where << " segment " << k;
-    EXPECT_EQ(a.chip_flops, b.chip_flops) << where << " segment " << k;
-    EXPECT_EQ(a.chip_bytes, b.chip_bytes) << where << " segment " << k;
+    EXPECT_EQ(a.chips, b.chips) << where << " segment " << k;
     EXPECT_EQ(a.d2d_ps, b.d2d_ps) << where << " segment " << k;
     EXPECT_EQ(a.d2d_bytes, b.d2d_bytes) << where << " segment " << k;
     EXPECT_EQ(a.layer, b.layer) << where << " segment " << k;

@@ -711,8 +711,8 @@ TEST(SilentFaults, ThermalThrottleSlowsOneChipWhileItLasts) {
   const JobCost cost = rig->cost(true);
   TimePs clean = 0, throttled = 0;
   for (const Segment& s : cost.segments) {
-    clean += std::max(s.chip_ps[0], s.chip_ps[1]) + s.d2d_ps;
-    throttled += std::max(4 * s.chip_ps[0], s.chip_ps[1]) + s.d2d_ps;
+    clean += std::max(s.chips[0].ps, s.chips[1].ps) + s.d2d_ps;
+    throttled += std::max(4 * s.chips[0].ps, s.chips[1].ps) + s.d2d_ps;
   }
   EXPECT_EQ(baseline().prefill.compute_ps(), clean);
   EXPECT_EQ(prefill.compute_ps(), throttled);

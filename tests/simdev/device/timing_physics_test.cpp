@@ -368,7 +368,7 @@ TEST(TimingPhysics, MoeReadsTheDistinctExpertsTheTokensTouch) {
     const double rows = static_cast<double>(tokens) * k;
     const double activations = rows * 3 * (hidden + slice) * 2;
     const JobCost cost = job_cost(m, prefill_experts, JobShape{tokens, 256, 0}, config);
-    const double bytes = static_cast<double>(cost.segments.at(0).chip_bytes.at(0));
+    const double bytes = static_cast<double>(cost.segments.at(0).chips.at(0).bytes);
     EXPECT_GE(bytes, weights * (1 - 1e-9)) << tokens;
     EXPECT_LE(bytes, weights * (1 + 1e-9) + activations + 8) << tokens;
     std::printf(
@@ -378,13 +378,13 @@ TEST(TimingPhysics, MoeReadsTheDistinctExpertsTheTokensTouch) {
   // One token reads exactly k/E of the weights, as a decode step does.
   const JobCost one = job_cost(m, prefill_experts, JobShape{1, 256, 0}, config);
   const JobCost step = job_cost(m, decode_experts, JobShape{1, 1, 0}, config);
-  const double decode_bytes = static_cast<double>(step.segments.at(0).chip_bytes.at(0));
+  const double decode_bytes = static_cast<double>(step.segments.at(0).chips.at(0).bytes);
   EXPECT_GE(decode_bytes, all_experts * k / e);
   EXPECT_LE(decode_bytes, all_experts * k / e + k * 3 * (hidden + slice) * 2);
-  EXPECT_EQ(one.segments.at(0).chip_bytes.at(0), step.segments.at(0).chip_bytes.at(0));
+  EXPECT_EQ(one.segments.at(0).chips.at(0).bytes, step.segments.at(0).chips.at(0).bytes);
   // A full chunk reads (all but a 1e-7 sliver of) every expert.
   const JobCost full = job_cost(m, prefill_experts, JobShape{256, 256, 0}, config);
-  EXPECT_GE(static_cast<double>(full.segments.at(0).chip_bytes.at(0)), all_experts * 0.9999);
+  EXPECT_GE(static_cast<double>(full.segments.at(0).chips.at(0).bytes), all_experts * 0.9999);
 }
 
 }  // namespace
