@@ -143,5 +143,48 @@ TEST(BenchReport, CommandLineIsShellQuoted) {
   EXPECT_EQ(shell_command_line({"a b", "it's", ""}), "'a b' 'it'\\''s' ''");
 }
 
+// The sync/parallel comparison on hand-made records: a fingerprint that differs at one token
+// fails it and names the token; a timing-only run (no fingerprints) compares tokens only.
+ModeRecord one_request(const char* mode, std::vector<int32_t> tokens,
+                       std::vector<uint64_t> hashes) {
+  ModeRecord record;
+  record.mode = mode;
+  SequenceRecord seq;
+  seq.run.run = 0;
+  seq.seq = 0;
+  seq.tokens = std::move(tokens);
+  seq.logits_hashes = std::move(hashes);
+  record.sequences.push_back(std::move(seq));
+  return record;
+}
+
+TEST(BenchCompare, LogitsThatDifferAtOneTokenFailAndNameIt) {
+  const ModeRecord sync = one_request("sync", {5, 6, 7}, {1, 2, 3});
+  const ModeRecord parallel = one_request("parallel", {5, 6, 7}, {1, 9, 3});
+  const BenchComparison c = compare_modes(sync, {}, parallel, {});
+  EXPECT_TRUE(c.logits_compared);
+  EXPECT_FALSE(c.logits_identical);
+  EXPECT_TRUE(c.tokens_identical);
+  EXPECT_NE(c.first_difference.find("token 1: logits fingerprint"), std::string::npos)
+      << c.first_difference;
+
+  const BenchComparison same = compare_modes(sync, {}, sync, {});
+  EXPECT_TRUE(same.logits_compared);
+  EXPECT_TRUE(same.logits_identical);
+  EXPECT_TRUE(same.first_difference.empty()) << same.first_difference;
+}
+
+TEST(BenchCompare, TimingOnlyRunsCompareTokensOnly) {
+  const ModeRecord sync = one_request("sync", {0, 0, 0}, {});
+  const BenchComparison same = compare_modes(sync, {}, one_request("parallel", {0, 0, 0}, {}), {});
+  EXPECT_FALSE(same.logits_compared);
+  EXPECT_TRUE(same.logits_identical);
+  EXPECT_TRUE(same.tokens_identical);
+  const BenchComparison other = compare_modes(sync, {}, one_request("parallel", {0, 4, 0}, {}), {});
+  EXPECT_FALSE(other.tokens_identical);
+  EXPECT_NE(other.first_difference.find("token 1: 0 (sync) != 4 (parallel)"), std::string::npos)
+      << other.first_difference;
+}
+
 }  // namespace
 }  // namespace runner
