@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runner/bench/bench_cli.hpp"
+#include "runner/calibrate/calibrate_cli.hpp"
 #include "runner/conformance/conformance_cli.hpp"
 #include "runner/core/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
@@ -36,8 +37,9 @@ int main(int argc, char** argv) {
   for (auto add :
        {runner::add_smoke_command, runner::add_devices_command, runner::add_info_command,
         runner::add_reset_command, runner::add_check_command, runner::add_inspect_command,
-        runner::add_plan_command, runner::add_bench_command, runner::add_scenario_command,
-        runner::add_conformance_command, runner::add_replay_command, runner::add_merge_command}) {
+        runner::add_plan_command, runner::add_bench_command, runner::add_calibrate_command,
+        runner::add_scenario_command, runner::add_conformance_command, runner::add_replay_command,
+        runner::add_merge_command}) {
     commands.push_back(add(app));
   }
 

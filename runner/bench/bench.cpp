@@ -69,6 +69,7 @@ nlohmann::json settings_json(const BenchOptions& o) {
                      : "host figures are measured (steady clock); the model is not used"}}},
       {"timeout_ms", o.timeout_ms},
       {"trace_capacity", o.trace_capacity},
+      {"d2d_spans", o.d2d_spans},
   };
 }
 
@@ -242,11 +243,14 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
             "the runtime has no clock extension: host work is not charged to the device clock "
             "(on real hardware the device clock is real and contains it already)");
       }
-      if (!o.trace.empty()) {
-        collector.set_keep({.layers = o.trace_layers, .max_events = o.trace_max_events});
+      if (!o.trace.empty() || o.d2d_spans) {
+        collector.set_keep({.events = !o.trace.empty(),
+                            .layers = o.trace_layers,
+                            .max_events = o.trace_max_events});
         collector.start(s.device, o.trace_capacity);
         if (!collector.unavailable().empty()) {
-          spdlog::warn("--trace: {}", collector.unavailable());
+          spdlog::warn("{}: {}", o.trace.empty() ? "--d2d-spans" : "--trace",
+                       collector.unavailable());
         }
       }
       BenchEngine engine(s, host, collector);
@@ -300,6 +304,17 @@ int run_bench(const BenchOptions& o, BenchOutcome* out) {
         outcome.result = "FAIL";
         outcome.error = "sync and parallel mode differ: " + outcome.comparison.first_difference;
         exit_code = exit_code == kExitPass ? kExitFail : exit_code;
+      }
+    }
+    if (collector.recorded()) {
+      outcome.d2d_spans = nlohmann::json::array();
+      for (const auto& [bytes, size] : collector.d2d_sizes()) {
+        outcome.d2d_spans.push_back(
+            {{"bytes", bytes},
+             {"count", size.count},
+             {"mean_ns", static_cast<double>(size.sum_ns) / static_cast<double>(size.count)},
+             {"min_ns", size.min_ns},
+             {"max_ns", size.max_ns}});
       }
     }
     if (!o.trace.empty() && exit_code != kExitUsage) {

@@ -139,6 +139,9 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
          "prompts")
       ->check(CLI::IsMember({"layer", "job"}))
       ->default_str("layer");
+  app.add_flag("--d2d-spans", o.d2d_spans,
+               "record each D2D reduction's size and time from the device trace into the JSON "
+               "report (d2d_spans, what calrt calibrate fits the die-to-die link to)");
   app.add_option("--trace-max-events", o.trace_max_events,
                  "device events the bench keeps for the trace; later ones are counted, not kept "
                  "(bounds the bench's memory)")

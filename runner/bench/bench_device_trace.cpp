@@ -71,6 +71,18 @@ void DeviceTraceCollector::drain() {
   if (!recording_) {
     return;
   }
+  for (const calrt::TraceEvent& event : batch) {
+    if (event.kind != calrt::TraceKind::d2d) continue;
+    const int64_t ns = (event.end - event.begin).count();
+    D2dSize& size = d2d_sizes_[event.bytes];
+    size.min_ns = size.count == 0 ? ns : std::min(size.min_ns, ns);
+    size.max_ns = size.count == 0 ? ns : std::max(size.max_ns, ns);
+    size.sum_ns += ns;
+    ++size.count;
+  }
+  if (!keep_.events) {
+    return;
+  }
   if (!keep_.layers) {
     batch = fold_layers(std::move(batch));
   }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,20 @@ class DeviceTraceCollector {
   // collector stays inactive and unavailable() says why.
   void start(const calrt::Device& device, uint64_t capacity_events);
   struct Keep {
+    bool events = true;       // false: keep only the D2D statistics below
     bool layers = true;       // false: one slice per job and track
     uint64_t max_events = 0;  // 0: no bound
   };
+  // Every D2D reduction recorded while recording, by its size: what `calrt calibrate` fits
+  // the die-to-die link to. Sizes are few (one per reduction tensor and token count), so this
+  // stays small however long the bench runs.
+  struct D2dSize {
+    uint64_t count = 0;
+    int64_t sum_ns = 0;
+    int64_t min_ns = 0;
+    int64_t max_ns = 0;
+  };
+  const std::map<uint64_t, D2dSize>& d2d_sizes() const { return d2d_sizes_; }
   void set_keep(const Keep& keep) { keep_ = keep; }
   // Whether events drained from now on are kept (false during warm-up runs left out).
   void set_recording(bool recording) { recording_ = recording; }
@@ -47,6 +59,7 @@ class DeviceTraceCollector {
  private:
   calrt::DeviceTrace trace_;
   std::vector<calrt::TraceEvent> events_;
+  std::map<uint64_t, D2dSize> d2d_sizes_;
   uint64_t dropped_ = 0;
   uint64_t discarded_ = 0;
   Keep keep_;

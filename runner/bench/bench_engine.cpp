@@ -141,7 +141,8 @@ void BenchEngine::run_mode(bool parallel, ModeRecord& mode) {
 void BenchEngine::run_once(const RunKey& key, std::vector<Slot>& slots, std::vector<calrt::Kv>& kvs,
                            ModeRecord& mode) {
   const BenchOptions& o = s_.options;
-  trace_.set_recording(!key.warmup || o.trace_warmup);
+  // Warm-up runs are traced only into a trace file that asks for them.
+  trace_.set_recording(!key.warmup || (o.trace_warmup && !o.trace.empty()));
   RunState run{key, mode, slots, {}, {}, 0};
   for (uint32_t r = 0; r < o.concurrency; ++r) {
     try {

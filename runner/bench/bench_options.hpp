@@ -58,7 +58,10 @@ struct BenchOptions {
   bool trace_warmup = true;     // --trace-runs all (true) or measured
   bool trace_layers = true;     // --trace-level layer (true) or job
   uint64_t trace_max_events = 500000;  // device events the bench keeps (about 1.5 KB each)
-  uint32_t timeout_ms = 30000;         // bound of every device wait (device time for the simulator)
+  // Record every D2D reduction's size and time from the device trace into the JSON report
+  // (`d2d_spans`, for calrt calibrate); --trace does it too.
+  bool d2d_spans = false;
+  uint32_t timeout_ms = 30000;  // bound of every device wait (device time for the simulator)
 
   // Design-space sweep (bench_sweep.hpp): one or two device-config keys, each with its values;
   // every point of their product is a whole bench run.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "version/version.hpp"
 
@@ -32,6 +33,43 @@ nlohmann::json metric_json(const MetricRow& row) {
               {"mean", row.dist.mean},
               {"stddev", row.dist.stddev}});
   return doc;
+}
+
+// The lower median of a non-empty list.
+int64_t median(std::vector<int64_t>& values) {
+  std::nth_element(values.begin(), values.begin() + (values.size() - 1) / 2, values.end());
+  return values[(values.size() - 1) / 2];
+}
+
+// Per (kind, tokens, past) of the measured jobs: how many, and the median of each device
+// phase. What `calrt calibrate` fits the timing model to; the metrics above mix shapes.
+nlohmann::json job_shapes_json(const ModeRecord& mode) {
+  struct Phases {
+    std::vector<int64_t> queue, h2d, infer, d2h;
+  };
+  std::map<std::tuple<int, uint32_t, uint32_t>, Phases> shapes;
+  for (const JobRecord& job : mode.jobs) {
+    if (job.run.warmup || !job.has_phases() || job.compute_start == 0) {
+      continue;
+    }
+    Phases& p = shapes[{job.kind == JobKind::prefill ? 0 : 1, job.tokens, job.past}];
+    p.queue.push_back(job.start - job.submit);
+    p.h2d.push_back(job.h2d_end - job.start);
+    p.infer.push_back(job.compute_end - job.compute_start);
+    p.d2h.push_back(job.end - job.compute_end);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, p] : shapes) {
+    out.push_back({{"kind", std::get<0>(key) == 0 ? "prefill" : "decode"},
+                   {"tokens", std::get<1>(key)},
+                   {"past", std::get<2>(key)},
+                   {"count", p.infer.size()},
+                   {"queue_ns", median(p.queue)},
+                   {"h2d_ns", median(p.h2d)},
+                   {"infer_ns", median(p.infer)},
+                   {"d2h_ns", median(p.d2h)}});
+  }
+  return out;
 }
 
 nlohmann::json mode_json(const ModeRecord& mode, const std::vector<MetricRow>& rows) {
@@ -67,6 +105,7 @@ nlohmann::json mode_json(const ModeRecord& mode, const std::vector<MetricRow>& r
                                {"tokens", seq.tokens},
                                {"logits_xxh3_64", hashes}});
   }
+  doc["job_shapes"] = job_shapes_json(mode);
   return doc;
 }
 
@@ -249,6 +288,9 @@ nlohmann::json bench_report_json(const BenchOutcome& outcome, const BenchOptions
     if (!c.first_difference.empty()) {
       doc["comparison"]["first_difference"] = c.first_difference;
     }
+  }
+  if (!outcome.d2d_spans.is_null()) {
+    doc["d2d_spans"] = outcome.d2d_spans;
   }
   if (!outcome.trace.is_null()) {
     doc["trace"] = outcome.trace;

@@ -46,7 +46,8 @@ struct BenchOutcome {
   std::vector<ModeRecord> modes;
   std::vector<std::vector<MetricRow>> metrics;  // per mode, same order
   BenchComparison comparison;
-  nlohmann::json trace;  // summary of --trace, or null
+  nlohmann::json trace;      // summary of --trace, or null
+  nlohmann::json d2d_spans;  // the device trace's D2D reductions by size, or null
 };
 
 // The envelope of the report (also the --jsonl summary line).

@@ -79,6 +79,9 @@ struct TensorMapping {
 // Prices a job from its CSR snapshot (job_execution.cpp); unvalidated, clamped.
 JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
                    const std::vector<uint64_t>& csrs);
+// The same from cur_seq_len and past_kv_cur_seq_len (calrt calibrate prices measured jobs).
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model, uint64_t cur,
+                   uint64_t past);
 
 class Device final : private FaultEffects {
  public:

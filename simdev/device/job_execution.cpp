@@ -155,9 +155,13 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
 JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
                    const std::vector<uint64_t>& csrs) {
   // Unvalidated: the shape only prices the job; begin_compute() rejects bad CSRs.
+  return job_shape(manifest, model, csr(model, csrs, "cur_seq_len", 0).first,
+                   csr(model, csrs, "past_kv_cur_seq_len", 1).first);
+}
+
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model, uint64_t cur,
+                   uint64_t past) {
   const uint64_t chunk = chunk_of(manifest, model);
-  const uint64_t cur = csr(model, csrs, "cur_seq_len", 0).first;
-  const uint64_t past = csr(model, csrs, "past_kv_cur_seq_len", 1).first;
   return JobShape{std::clamp<uint64_t>(cur, 1, chunk), chunk, std::min<uint64_t>(past, 1u << 30)};
 }
 

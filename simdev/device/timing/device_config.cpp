@@ -607,7 +607,9 @@ std::string describe(const DeviceConfig& config) {
   return text;
 }
 
-std::string to_yaml(const DeviceConfig& config) {
+std::string to_yaml(const DeviceConfig& config) { return to_yaml(config, YamlProvenance{}); }
+
+std::string to_yaml(const DeviceConfig& config, const YamlProvenance& provenance) {
   std::string out;
   yaml_comment(out, "",
                "Calculet simulated device config (simdev), read by Device_Create's "
@@ -615,6 +617,9 @@ std::string to_yaml(const DeviceConfig& config) {
                "each key's comment gives its unit and tag (spec: a published or reference "
                "fact; assumed: chosen, not measured; measured: calibrated). The keys, formulas "
                "and defaults are documented in simdev/device/README.md.");
+  for (const std::string& note : provenance.notes) {
+    yaml_comment(out, "", note);
+  }
   out += "schema: " + std::string(kDeviceConfigSchema) + "\n";
   for (const std::string_view section : kSections) {
     const std::string indent = section.empty() ? "" : "  ";
@@ -633,9 +638,11 @@ std::string to_yaml(const DeviceConfig& config) {
         }
         unit += "] ";
       }
-      yaml_comment(
-          out, indent,
-          unit + "(" + std::string(to_string(spec.tag)) + ") " + std::string(spec.description));
+      const bool measured = std::find(provenance.measured.begin(), provenance.measured.end(),
+                                      spec.name) != provenance.measured.end();
+      const ParamTag tag = measured ? ParamTag::kMeasured : spec.tag;
+      yaml_comment(out, indent,
+                   unit + "(" + std::string(to_string(tag)) + ") " + std::string(spec.description));
       out += indent + std::string(spec.name) + ": " + spec.format(config) + "\n";
     }
   }

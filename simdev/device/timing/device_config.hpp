@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "simdev/device/base/numerics_mutant.hpp"
 #include "simdev/device/base/status.hpp"
@@ -131,5 +132,14 @@ std::string describe(const DeviceConfig& config);
 // present with its unit, tag and description in a comment: reports record the exact config
 // of a run with it, and simdev/config/calculet-default.yaml is to_yaml(DeviceConfig{}).
 std::string to_yaml(const DeviceConfig& config);
+
+// Where a config's values came from, for a config written by a calibration: the keys it
+// measured (tagged `measured` instead of their table tag) and comment lines for the header
+// (the source reports, the fit's error).
+struct YamlProvenance {
+  std::vector<std::string_view> measured;
+  std::vector<std::string> notes;
+};
+std::string to_yaml(const DeviceConfig& config, const YamlProvenance& provenance);
 
 }  // namespace simdev
