@@ -105,6 +105,7 @@ struct Reports {
   std::vector<simdev::TransferTiming> d2d;
   std::string prefill_model;
   std::string decode_model;
+  std::string models_from;  // the report that named them first
   json sources = json::array();
 };
 
@@ -144,6 +145,7 @@ void read_one(const std::filesystem::path& path, const std::string& calbin_sha25
                     "and {}",
                     file, prefill, decode, out.prefill_model, out.decode_model));
   }
+  if (out.models_from.empty()) out.models_from = file;
   out.prefill_model = prefill;
   out.decode_model = decode;
   const json& modes = field(file, doc, "", "modes");
@@ -203,11 +205,11 @@ void read_one(const std::filesystem::path& path, const std::string& calbin_sha25
 }
 
 const calbin::Model& model_named(const calbin::Manifest& manifest, const std::string& name,
-                                 const std::filesystem::path& calbin) {
+                                 const std::filesystem::path& calbin, const std::string& report) {
   for (const calbin::Model& model : manifest.models) {
     if (model.name == name) return model;
   }
-  throw BadInput(fmt::format("the reports name model '{}', which {} does not have", name,
+  throw BadInput(fmt::format("{}: /calbin names model '{}', which {} does not have", report, name,
                              (calbin / calbin::kManifestFileName).string()));
 }
 
@@ -302,14 +304,18 @@ int run_calibrate(const CalibrateOptions& o) {
     }
     simdev::CalibrationInput input;
     input.manifest = &*manifest;
-    input.prefill = &model_named(*manifest, reports.prefill_model, o.calbin);
-    input.decode = &model_named(*manifest, reports.decode_model, o.calbin);
+    input.prefill = &model_named(*manifest, reports.prefill_model, o.calbin, reports.models_from);
+    input.decode = &model_named(*manifest, reports.decode_model, o.calbin, reports.models_from);
     input.base = *base;
     input.jobs = std::move(reports.jobs);
     input.d2d = std::move(reports.d2d);
     auto fit = simdev::calibrate(input);
     if (!fit) {
-      throw BadInput(fit.error().message);
+      std::string files;
+      for (const std::filesystem::path& path : o.reports) {
+        files += (files.empty() ? "" : ", ") + path.string();
+      }
+      throw BadInput(fmt::format("{}: {}", files, fit.error().message));
     }
     print_result(*fit);
     envelope.result = Verdict::pass;

@@ -156,7 +156,14 @@ TEST_F(CalibrateTest, RecoversHiddenConstantsWithinTwoPercent) {
               std::string::npos);
     EXPECT_NE(text.find(reports.front().string()), std::string::npos);
     const fs::path again = bench("config=" + config.string(), 512);
-    const json measured = read_json(reports[1]).at("modes").at("sync").at("job_shapes");
+    // Every measured job is in one shape: the 512-token prompt's two chunks of 256 (at past 0
+    // and 256), then 8 decode steps.
+    const json sync = read_json(reports[1]).at("modes").at("sync");
+    uint64_t jobs = 0;
+    for (const json& shape : sync.at("job_shapes")) jobs += shape.at("count").get<uint64_t>();
+    EXPECT_EQ(jobs, sync.at("jobs").get<uint64_t>());
+    EXPECT_EQ(sync.at("job_shapes").size(), 2u + 8u);
+    const json measured = sync.at("job_shapes");
     const json replayed = read_json(again).at("modes").at("sync").at("job_shapes");
     ASSERT_EQ(measured.size(), replayed.size());
     for (size_t i = 0; i < measured.size(); ++i) {
@@ -211,7 +218,8 @@ struct BadReport {
   std::string name;
   std::string edit_from;  // replaced in a valid report ("" : the file's whole text is `edit_to`)
   std::string edit_to;
-  std::string named;  // the message must contain this
+  std::string named;   // the message must contain this
+  bool every = false;  // replace every occurrence, not the first
 };
 
 TEST_F(CalibrateTest, BadReportsExitTwoNamingFileFieldAndValue) {
@@ -229,15 +237,20 @@ TEST_F(CalibrateTest, BadReportsExitTwoNamingFileFieldAndValue) {
       {"bad_kind", "\"kind\": \"prefill\"", "\"kind\": \"chunk\"", "/kind = \"chunk\""},
       {"negative_time", "\"infer_ns\": ", "\"infer_ns\": -", "/infer_ns = -"},
       {"text_tokens", "\"tokens\": ", "\"tokens\": \"x\", \"was\": ", "/tokens = \"x\""},
+      {"unknown_model", "\"prefill_model\": \"", "\"prefill_model\": \"nope", "model 'nope"},
+      {"no_infer", "\"infer_ns\": ", "\"infer_ns\": 0, \"was\": ", "no measured infer time", true},
   };
   for (const BadReport& c : cases) {
     SCOPED_TRACE(c.name);
     std::string bad = c.edit_to;
     if (!c.edit_from.empty()) {
-      const size_t at = text.find(c.edit_from);
-      ASSERT_NE(at, std::string::npos) << c.edit_from;
       bad = text;
-      bad.replace(at, c.edit_from.size(), c.edit_to);
+      size_t at = bad.find(c.edit_from);
+      ASSERT_NE(at, std::string::npos) << c.edit_from;
+      for (; at != std::string::npos; at = bad.find(c.edit_from, at + c.edit_to.size())) {
+        bad.replace(at, c.edit_from.size(), c.edit_to);
+        if (!c.every) break;
+      }
     }
     const fs::path path = dir_ / (c.name + ".json");
     write_text(path, bad);
@@ -305,6 +318,16 @@ TEST_F(CalibrateTest, BadFilesAndOptionsExitTwo) {
   const CalrtRun other = calibrate({tiny});
   EXPECT_EQ(other.exit_code, 2) << other.output;
   EXPECT_NE(other.output.find("measured on another calbin"), std::string::npos) << other.output;
+  // Reports of one calbin but different models are not one data set.
+  std::ifstream stream(good);
+  std::string text((std::istreambuf_iterator<char>(stream)), {});
+  const std::string from = "\"decode_model\": \"";
+  text.replace(text.find(from), from.size(), from + "other_");
+  const fs::path renamed = dir_ / "renamed.json";
+  write_text(renamed, text);
+  const CalrtRun mixed = calibrate({good, renamed});
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.output;
+  EXPECT_NE(mixed.output.find("the reports before it measured"), std::string::npos) << mixed.output;
 }
 
 }  // namespace
