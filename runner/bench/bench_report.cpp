@@ -41,37 +41,6 @@ int64_t median(std::vector<int64_t>& values) {
   return values[(values.size() - 1) / 2];
 }
 
-// Per (kind, tokens, past) of the measured jobs: how many, and the median of each device
-// phase. What `calrt calibrate` fits the timing model to; the metrics above mix shapes.
-nlohmann::json job_shapes_json(const ModeRecord& mode) {
-  struct Phases {
-    std::vector<int64_t> queue, h2d, infer, d2h;
-  };
-  std::map<std::tuple<int, uint32_t, uint32_t>, Phases> shapes;
-  for (const JobRecord& job : mode.jobs) {
-    if (job.run.warmup || !job.has_phases() || job.compute_start == 0) {
-      continue;
-    }
-    Phases& p = shapes[{job.kind == JobKind::prefill ? 0 : 1, job.tokens, job.past}];
-    p.queue.push_back(job.start - job.submit);
-    p.h2d.push_back(job.h2d_end - job.start);
-    p.infer.push_back(job.compute_end - job.compute_start);
-    p.d2h.push_back(job.end - job.compute_end);
-  }
-  nlohmann::json out = nlohmann::json::array();
-  for (auto& [key, p] : shapes) {
-    out.push_back({{"kind", std::get<0>(key) == 0 ? "prefill" : "decode"},
-                   {"tokens", std::get<1>(key)},
-                   {"past", std::get<2>(key)},
-                   {"count", p.infer.size()},
-                   {"queue_ns", median(p.queue)},
-                   {"h2d_ns", median(p.h2d)},
-                   {"infer_ns", median(p.infer)},
-                   {"d2h_ns", median(p.d2h)}});
-  }
-  return out;
-}
-
 nlohmann::json mode_json(const ModeRecord& mode, const std::vector<MetricRow>& rows) {
   nlohmann::json doc;
   doc["slots"] = mode.slots;
@@ -118,6 +87,35 @@ std::string format_value(const std::string& unit, double value) {
 }
 
 }  // namespace
+
+nlohmann::json job_shapes_json(const ModeRecord& mode) {
+  struct Phases {
+    std::vector<int64_t> queue, h2d, infer, d2h;
+  };
+  std::map<std::tuple<int, uint32_t, uint32_t>, Phases> shapes;
+  for (const JobRecord& job : mode.jobs) {
+    if (job.run.warmup || !job.has_phases() || job.compute_start == 0) {
+      continue;
+    }
+    Phases& p = shapes[{job.kind == JobKind::prefill ? 0 : 1, job.tokens, job.past}];
+    p.queue.push_back(job.start - job.submit);
+    p.h2d.push_back(job.h2d_end - job.start);
+    p.infer.push_back(job.compute_end - job.compute_start);
+    p.d2h.push_back(job.end - job.compute_end);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, p] : shapes) {
+    out.push_back({{"kind", std::get<0>(key) == 0 ? "prefill" : "decode"},
+                   {"tokens", std::get<1>(key)},
+                   {"past", std::get<2>(key)},
+                   {"count", p.infer.size()},
+                   {"queue_ns", median(p.queue)},
+                   {"h2d_ns", median(p.h2d)},
+                   {"infer_ns", median(p.infer)},
+                   {"d2h_ns", median(p.d2h)}});
+  }
+  return out;
+}
 
 BenchComparison compare_modes(const ModeRecord& sync, const std::vector<MetricRow>& sync_metrics,
                               const ModeRecord& parallel,

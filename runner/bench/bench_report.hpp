@@ -34,6 +34,11 @@ struct BenchComparison {
   bool logits_identical = true;
   std::string first_difference;  // where they first differ; empty when identical
 };
+// Per (kind, tokens, past) of the measured jobs: how many, and the median of each device
+// phase (`job_shapes` in the reports). What `calrt calibrate` fits the timing model to; the
+// metrics mix shapes.
+nlohmann::json job_shapes_json(const ModeRecord& mode);
+
 BenchComparison compare_modes(const ModeRecord& sync, const std::vector<MetricRow>& sync_metrics,
                               const ModeRecord& parallel,
                               const std::vector<MetricRow>& parallel_metrics);

@@ -23,7 +23,7 @@ namespace {
 // A sweep is for exploring, not for exhausting a machine: 64 points of a 3-run bench on the
 // reference model take minutes already.
 constexpr size_t kMaxPoints = 64;
-constexpr const char* kSweepSchema = "calrt-bench-sweep/2";
+constexpr const char* kSweepSchema = "calrt-bench-sweep/3";
 
 struct Point {
   size_t index = 0;                 // in the whole sweep (a shard runs some)
@@ -32,6 +32,9 @@ struct Point {
   std::string error;
   std::string mode;  // the mode whose figures are shown: parallel when both ran
   std::vector<MetricRow> metrics;
+  // What `calrt calibrate` reads of the point (the JSON report only, not the --jsonl lines):
+  // the calbin's identity, the device config, the sync mode's job shapes and the D2D spans.
+  nlohmann::json measured;
 };
 
 // The figures a sweep shows, in column order: (metric, statistic).
@@ -152,6 +155,20 @@ nlohmann::json point_json(const BenchOptions& o, const Point& p) {
   return entry;
 }
 
+nlohmann::json measured_json(const BenchOptions& point, const BenchOutcome& outcome) {
+  nlohmann::json out = {{"device_config", point.device_config}};
+  if (const auto calbin = outcome.environment.find("calbin"); calbin != outcome.environment.end()) {
+    for (const char* key : {"manifest_sha256", "prefill_model", "decode_model"}) {
+      if (calbin->contains(key)) out["calbin"][key] = calbin->at(key);
+    }
+  }
+  for (const ModeRecord& mode : outcome.modes) {
+    if (mode.mode == "sync") out["job_shapes"] = job_shapes_json(mode);
+  }
+  if (!outcome.d2d_spans.is_null()) out["d2d_spans"] = outcome.d2d_spans;
+  return out;
+}
+
 // Points not run (a sweep stopped by bad input) count as skipped.
 Envelope sweep_envelope(const std::vector<Point>& points, const std::string& result,
                         const std::string& error = {}) {
@@ -180,7 +197,9 @@ nlohmann::json sweep_json(const BenchOptions& o, const std::vector<Point>& point
     doc["axes"].push_back({{"key", axis.key}, {"values", axis.values}});
   doc["points"] = nlohmann::json::array();
   for (const Point& p : points) {
-    doc["points"].push_back(point_json(o, p));
+    nlohmann::json entry = point_json(o, p);
+    if (!p.measured.is_null()) entry["measured"] = p.measured;
+    doc["points"].push_back(std::move(entry));
   }
   return doc;
 }
@@ -315,6 +334,7 @@ int run_bench_sweep(const BenchOptions& o) {
         p.metrics = outcome.metrics.back();
         p.mode = outcome.modes.back().mode;
       }
+      p.measured = measured_json(point, outcome);
       failed |= code != kExitPass;
       progress.clear();
       print_row(o, p);

@@ -25,6 +25,7 @@ using nlohmann::json;
 
 constexpr const char* kSchema = "calrt-calibrate/1";
 constexpr const char* kBenchSchema = "calrt-bench/3";
+constexpr const char* kSweepSchema = "calrt-bench-sweep/3";
 // A bench report of 10 runs of a 4096-token prompt is about 1 MB; anything past this is not
 // one, and is refused before it is read into memory.
 constexpr off_t kMaxReportBytes = off_t{256} << 20;
@@ -105,6 +106,7 @@ struct Reports {
   std::vector<simdev::TransferTiming> d2d;
   std::string prefill_model;
   std::string decode_model;
+  std::string device_config;
   std::string models_from;  // the report that named them first
   json sources = json::array();
 };
@@ -112,58 +114,33 @@ struct Reports {
 constexpr double kMaxNs = 1e15;  // 11 days: no phase of one job takes longer
 constexpr double kMaxCount = 1e12;
 
-void read_one(const std::filesystem::path& path, const std::string& calbin_sha256, Reports& out) {
-  const std::string file = path.string();
-  const std::string text = read_report(path);
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    throw BadInput(fmt::format("{}: not a JSON object (a calrt bench --json report)", file));
+// Where one measurement lies in a report: a bench report holds one, a sweep report one per
+// point. Each is a JSON pointer, named in errors.
+struct Where {
+  std::string calbin;         // {manifest_sha256, prefill_model, decode_model}
+  std::string device_config;  // the Device_Create string it was measured under
+  std::string sync;           // the object holding the sync mode's job_shapes
+  std::string d2d;            // d2d_spans, optional
+};
+
+const json& at(const std::string& file, const json& doc, const std::string& pointer,
+               const char* missing_why = "") {
+  const json::json_pointer ptr(pointer);
+  if (!doc.contains(ptr)) {
+    throw BadInput(fmt::format("{}: {} is missing{}", file, pointer, missing_why));
   }
-  if (const std::string schema = text_field(file, doc, "", "schema"); schema != kBenchSchema) {
-    throw BadInput(
-        fmt::format("{}: /schema = \"{}\": calibrate reads {} reports (a sweep's "
-                    "report holds no job phases: bench each point on its own)",
-                    file, schema, kBenchSchema));
-  }
-  if (const std::string result = text_field(file, doc, "", "result"); result != "PASS") {
-    throw BadInput(
-        fmt::format("{}: /result = \"{}\": calibrate from passing runs only", file, result));
-  }
-  const json& calbin = field(file, doc, "", "calbin");
-  const std::string sha = text_field(file, calbin, "/calbin", "manifest_sha256");
-  if (sha != calbin_sha256) {
-    throw BadInput(
-        fmt::format("{}: /calbin/manifest_sha256 = {}: measured on another calbin "
-                    "(this one's manifest is {})",
-                    file, sha, calbin_sha256));
-  }
-  const std::string prefill = text_field(file, calbin, "/calbin", "prefill_model");
-  const std::string decode = text_field(file, calbin, "/calbin", "decode_model");
-  if (!out.prefill_model.empty() && (prefill != out.prefill_model || decode != out.decode_model)) {
-    throw BadInput(
-        fmt::format("{}: /calbin models {} and {}: the reports before it measured {} "
-                    "and {}",
-                    file, prefill, decode, out.prefill_model, out.decode_model));
-  }
-  if (out.models_from.empty()) out.models_from = file;
-  out.prefill_model = prefill;
-  out.decode_model = decode;
-  const json& modes = field(file, doc, "", "modes");
-  if (!modes.is_object() || !modes.contains("sync")) {
-    throw BadInput(
-        fmt::format("{}: /modes/sync is missing: calibrate needs the sync mode, where "
-                    "a job's queue is the submission alone (bench --mode sync or "
-                    "both)",
-                    file));
-  }
-  const json& shapes = field(file, modes.at("sync"), "/modes/sync", "job_shapes");
+  return doc.at(ptr);
+}
+
+void read_jobs(const std::string& file, const json& shapes, const std::string& pointer,
+               Reports& out) {
   if (!shapes.is_array() || shapes.empty()) {
-    throw BadInput(fmt::format("{}: /modes/sync/job_shapes is {}: no measured job", file,
+    throw BadInput(fmt::format("{}: {} is {}: no measured job", file, pointer,
                                shapes.is_array() ? "empty" : "not an array"));
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const json& s = shapes[i];
-    const std::string where = fmt::format("/modes/sync/job_shapes/{}", i);
+    const std::string where = fmt::format("{}/{}", pointer, i);
     simdev::JobTiming job;
     const std::string kind = text_field(file, s, where, "kind");
     if (kind != "prefill" && kind != "decode") {
@@ -179,29 +156,107 @@ void read_one(const std::filesystem::path& path, const std::string& calbin_sha25
     job.d2h_ns = number_field(file, s, where, "d2h_ns", 0, kMaxNs, false);
     out.jobs.push_back(job);
   }
-  size_t spans = 0;
-  if (doc.contains("d2d_spans")) {
-    const json& d2d = doc.at("d2d_spans");
-    if (!d2d.is_array()) {
-      throw BadInput(fmt::format("{}: /d2d_spans = {}: not an array", file, d2d.dump()));
-    }
-    for (size_t i = 0; i < d2d.size(); ++i) {
-      const std::string where = fmt::format("/d2d_spans/{}", i);
-      simdev::TransferTiming t;
-      t.bytes = static_cast<uint64_t>(number_field(file, d2d[i], where, "bytes", 1, 1e15, true));
-      t.count =
-          static_cast<uint64_t>(number_field(file, d2d[i], where, "count", 1, kMaxCount, true));
-      t.ns = number_field(file, d2d[i], where, "mean_ns", 0, kMaxNs, false);
-      out.d2d.push_back(t);
-    }
-    spans = d2d.size();
+}
+
+void read_d2d(const std::string& file, const json& d2d, const std::string& pointer, Reports& out) {
+  if (!d2d.is_array()) {
+    throw BadInput(fmt::format("{}: {} = {}: not an array", file, pointer, d2d.dump()));
   }
-  out.sources.push_back(
-      {{"report", file},
-       {"sha256",
-        calbin::sha256_hex(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()))},
-       {"job_shapes", shapes.size()},
-       {"d2d_sizes", spans}});
+  for (size_t i = 0; i < d2d.size(); ++i) {
+    const std::string where = fmt::format("{}/{}", pointer, i);
+    simdev::TransferTiming t;
+    t.bytes = static_cast<uint64_t>(number_field(file, d2d[i], where, "bytes", 1, 1e15, true));
+    t.count = static_cast<uint64_t>(number_field(file, d2d[i], where, "count", 1, kMaxCount, true));
+    t.ns = number_field(file, d2d[i], where, "mean_ns", 0, kMaxNs, false);
+    out.d2d.push_back(t);
+  }
+}
+
+// One measurement: of this calbin, of the same models and device as the ones before it.
+void read_measurement(const std::string& file, const json& doc, const Where& w,
+                      const std::string& calbin_sha256, Reports& out, json& source) {
+  const json& calbin = at(file, doc, w.calbin);
+  const std::string sha = text_field(file, calbin, w.calbin, "manifest_sha256");
+  if (sha != calbin_sha256) {
+    throw BadInput(
+        fmt::format("{}: {}/manifest_sha256 = {}: measured on another calbin (this one's "
+                    "manifest is {})",
+                    file, w.calbin, sha, calbin_sha256));
+  }
+  const std::string prefill = text_field(file, calbin, w.calbin, "prefill_model");
+  const std::string decode = text_field(file, calbin, w.calbin, "decode_model");
+  if (!out.models_from.empty() && (prefill != out.prefill_model || decode != out.decode_model)) {
+    throw BadInput(fmt::format("{}: {} models {} and {}: the reports before it measured {} and {}",
+                               file, w.calbin, prefill, decode, out.prefill_model,
+                               out.decode_model));
+  }
+  const json& config = at(file, doc, w.device_config);
+  if (!config.is_string()) {
+    throw BadInput(fmt::format("{}: {} = {}: not a string", file, w.device_config, config.dump()));
+  }
+  if (!out.models_from.empty() && config.get<std::string>() != out.device_config) {
+    throw BadInput(fmt::format(
+        "{}: {} = \"{}\": the reports before it were measured under \"{}\"; calibrate one device "
+        "(a sweep over device keys measures several)",
+        file, w.device_config, config.get<std::string>(), out.device_config));
+  }
+  if (out.models_from.empty()) {
+    out.models_from = file;
+    out.prefill_model = prefill;
+    out.decode_model = decode;
+    out.device_config = config.get<std::string>();
+  }
+  constexpr const char* kSyncNeeded =
+      ": calibrate needs the sync mode, where a job's queue is the submission alone (bench "
+      "--mode sync or both)";
+  const json& sync = at(file, doc, w.sync, kSyncNeeded);
+  const std::string shapes = w.sync + "/job_shapes";
+  read_jobs(file, at(file, doc, shapes, kSyncNeeded), shapes, out);
+  source["job_shapes"] = source.value("job_shapes", 0) + sync.at("job_shapes").size();
+  if (doc.contains(json::json_pointer(w.d2d))) {
+    const json& d2d = doc.at(json::json_pointer(w.d2d));
+    read_d2d(file, d2d, w.d2d, out);
+    source["d2d_sizes"] = source.value("d2d_sizes", 0) + (d2d.is_array() ? d2d.size() : 0);
+  }
+}
+
+void read_one(const std::filesystem::path& path, const std::string& calbin_sha256, Reports& out) {
+  const std::string file = path.string();
+  const std::string text = read_report(path);
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw BadInput(fmt::format("{}: not a JSON object (a calrt bench --json report)", file));
+  }
+  const std::string schema = text_field(file, doc, "", "schema");
+  if (schema != kBenchSchema && schema != kSweepSchema) {
+    throw BadInput(fmt::format("{}: /schema = \"{}\": calibrate reads {} and {} reports", file,
+                               schema, kBenchSchema, kSweepSchema));
+  }
+  if (const std::string result = text_field(file, doc, "", "result"); result != "PASS") {
+    throw BadInput(
+        fmt::format("{}: /result = \"{}\": calibrate from passing runs only", file, result));
+  }
+  json source = {{"report", file},
+                 {"sha256", calbin::sha256_hex(std::span(
+                                reinterpret_cast<const uint8_t*>(text.data()), text.size()))},
+                 {"job_shapes", 0},
+                 {"d2d_sizes", 0}};
+  if (schema == kBenchSchema) {
+    read_measurement(file, doc, {"/calbin", "/device/config", "/modes/sync", "/d2d_spans"},
+                     calbin_sha256, out, source);
+  } else {
+    const json& points = at(file, doc, "/points");
+    if (!points.is_array() || points.empty()) {
+      throw BadInput(fmt::format("{}: /points holds no point", file));
+    }
+    for (size_t i = 0; i < points.size(); ++i) {
+      const std::string base = fmt::format("/points/{}/measured", i);
+      read_measurement(file, doc,
+                       {base + "/calbin", base + "/device_config", base, base + "/d2d_spans"},
+                       calbin_sha256, out, source);
+    }
+  }
+  out.sources.push_back(std::move(source));
 }
 
 const calbin::Model& model_named(const calbin::Manifest& manifest, const std::string& name,

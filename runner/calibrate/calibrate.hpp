@@ -3,11 +3,13 @@
 // before and after with the fit error per phase, and writes a device config whose fitted keys
 // are tagged `measured`, with the source reports named in its header.
 //
-// The reports are `calrt bench --json` reports (calrt-bench/3) of this calbin: their sync mode
-// records the median phases of every job shape (`job_shapes`), and with `--d2d-spans` (or
-// `--trace`) the device trace's D2D reductions (`d2d_spans`). Several prompt lengths fit the
-// compute constants; a report of another calbin, a failed run or a malformed field is bad
-// input naming the file, the field and the value.
+// The reports are `calrt bench --json` reports of this calbin, single runs (calrt-bench/3) or
+// sweeps over bench keys such as `--prompt-len 64,512,4096` (calrt-bench-sweep/3, one
+// measurement per point): their sync mode records the median phases of every job shape
+// (`job_shapes`), and with `--d2d-spans` (or `--trace`) the device trace's D2D reductions
+// (`d2d_spans`). Several prompt lengths fit the compute constants. A report of another
+// calbin or another device config (a sweep over device keys), a failed run or a malformed
+// field is bad input naming the file, the field and the value.
 #pragma once
 
 #include <filesystem>

@@ -14,8 +14,9 @@ class CalibrateCommand : public Command {
     CalibrateOptions& o = options_;
     app.add_option("CALBIN", o.calbin, "the calbin the reports measured")->required();
     app.add_option("REPORT", o.reports,
-                   "calrt bench --json reports (calrt-bench/3) of this calbin: several prompt "
-                   "lengths, sync mode, with --d2d-spans for the die-to-die link")
+                   "calrt bench --json reports of this calbin (calrt-bench/3, or a sweep's "
+                   "calrt-bench-sweep/3): several prompt lengths, sync mode, with --d2d-spans "
+                   "for the die-to-die link")
         ->required();
     app.add_option("--device-config", o.device_config,
                    "the card's peak rates and the fit's starting point (key=value;...; "
@@ -33,8 +34,8 @@ class CalibrateCommand : public Command {
         "shape). Peak rates come from --device-config. A key the reports cannot fix keeps its "
         "base value, with the reason.\n"
         "Exit codes: 0 the fit ran (its error per phase is reported, not judged); 2 usage or "
-        "bad input (a report that is not a passing calrt-bench/3 report of this calbin, a "
-        "malformed field, an unwritable output).");
+        "bad input (a report that is not a passing bench report of this calbin and one "
+        "device config, a malformed field, an unwritable output).");
   }
 
   int run(int /*argc*/, char** /*argv*/) override { return run_calibrate(options_); }

@@ -294,7 +294,7 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
                                              quoted(csv) + " --json " + quoted(json));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json doc = read_json(json);
-  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/2");
+  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/3");
   EXPECT_EQ(doc["result"], "PASS");
   ASSERT_EQ(doc["points"].size(), 6u);
   std::map<std::string, std::map<std::string, double>> ttft;  // [lanes][d2d]

@@ -44,18 +44,17 @@ std::string config_string(const Hidden& hidden) {
 
 class CalibrateTest : public ScratchDirTest {
  protected:
-  // `calrt bench` of the reference calbin, sync mode, one run; the report's path.
-  fs::path bench(const std::string& device_config, uint32_t prompt_len,
+  // `calrt bench` of the reference calbin, sync mode, one run; the report's path. A list of
+  // prompt lengths makes it a sweep.
+  fs::path bench(const std::string& device_config, const std::string& prompt_len,
                  const std::string& extra = "--d2d-spans") {
-    const fs::path report =
-        dir_ / ("bench_" + std::to_string(prompt_len) + "_" + std::to_string(reports_++) + ".json");
+    const fs::path report = dir_ / ("bench_" + std::to_string(reports_++) + ".json");
     const std::string device =
         CALRT_TEST_IN_PROCESS ? std::string() : std::string(" --device ") + quoted(CALRT_SIM_SO);
-    const CalrtRun run =
-        run_calrt("bench " + quoted(CALRT_TEST_REFERENCE_CALBIN) + device + " --prompt-len " +
-                  std::to_string(prompt_len) + " --gen-len 9 --runs 1 --warmup 0 --mode sync " +
-                  "--quiet --host-time model " + extra + " --device-config " +
-                  shell_quoted(device_config) + " --json " + quoted(report));
+    const CalrtRun run = run_calrt(
+        "bench " + quoted(CALRT_TEST_REFERENCE_CALBIN) + device + " --prompt-len " + prompt_len +
+        " --gen-len 9 --runs 1 --warmup 0 --mode sync " + "--quiet --host-time model " + extra +
+        " --device-config " + shell_quoted(device_config) + " --json " + quoted(report));
     EXPECT_EQ(run.exit_code, 0) << run.output;
     return report;
   }
@@ -129,7 +128,7 @@ TEST_F(CalibrateTest, RecoversHiddenConstantsWithinTwoPercent) {
     SCOPED_TRACE("hidden device " + std::to_string(d) + ": " + config_string(devices[d]));
     std::vector<fs::path> reports;
     for (const uint32_t prompt : kPrompts) {
-      reports.push_back(bench(config_string(devices[d]), prompt));
+      reports.push_back(bench(config_string(devices[d]), std::to_string(prompt)));
     }
     const fs::path fit = dir_ / ("fit_" + std::to_string(d) + ".json");
     const fs::path config = dir_ / ("fit_" + std::to_string(d) + ".yaml");
@@ -155,7 +154,7 @@ TEST_F(CalibrateTest, RecoversHiddenConstantsWithinTwoPercent) {
     EXPECT_NE(text.find("(measured) achieved fraction of the peak compute rate"),
               std::string::npos);
     EXPECT_NE(text.find(reports.front().string()), std::string::npos);
-    const fs::path again = bench("config=" + config.string(), 512);
+    const fs::path again = bench("config=" + config.string(), "512");
     // Every measured job is in one shape: the 512-token prompt's two chunks of 256 (at past 0
     // and 256), then 8 decode steps.
     const json sync = read_json(reports[1]).at("modes").at("sync");
@@ -175,12 +174,43 @@ TEST_F(CalibrateTest, RecoversHiddenConstantsWithinTwoPercent) {
   }
 }
 
+TEST_F(CalibrateTest, OneSweepOverPromptLengthsIsEnough) {
+  const Hidden hidden = {{"compute_efficiency_pct", 57},
+                         {"dram_efficiency_pct", 66},
+                         {"op_overhead_ns", 1700},
+                         {"d2d_bw_mbps", 61000}};
+  // One command measures every prompt length: a sweep over a bench key is one device.
+  const fs::path sweep = bench(config_string(hidden), "64,512,4096");
+  const json doc = read_json(sweep);
+  ASSERT_EQ(doc.at("schema"), "calrt-bench-sweep/3");
+  ASSERT_EQ(doc.at("points").size(), 3u);
+  const fs::path fit = dir_ / "fit.json";
+  CalrtRun run = calibrate({sweep}, "--json " + quoted(fit));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto keys = keys_of(fit);
+  for (const auto& [name, truth] : hidden) {
+    EXPECT_TRUE(keys.at(name).at("measured").get<bool>()) << name;
+    EXPECT_EQ(keys.at(name).at("value").get<uint64_t>(), truth) << name;
+  }
+  // A sweep over a device key measures several devices: refused, naming the point.
+  const fs::path devices =
+      bench(config_string(hidden), "64", "--d2d-spans --sweep pcie_lanes=8,16");
+  run = calibrate({devices});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/points/1/measured/device_config"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("calibrate one device"), std::string::npos) << run.output;
+  // So are two reports measured under different device configs.
+  run = calibrate({bench(config_string(hidden), "64"), bench("", "512")});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/device/config"), std::string::npos) << run.output;
+}
+
 TEST_F(CalibrateTest, ConstantsTheReportsCannotFixAreKeptWithTheirReason) {
   // One short prompt: no job is compute-bound. Without --d2d-spans: no D2D span, so the D2D
   // keys stay at the base config, here the device's own (a D2D that differs from the base
   // would be absorbed by the compute constants, as the keys' notes say).
   const Hidden hidden = {{"compute_efficiency_pct", 57}};
-  const fs::path report = bench(config_string(hidden), 64, "");
+  const fs::path report = bench(config_string(hidden), "64", "");
   const fs::path fit = dir_ / "fit.json";
   const CalrtRun run = calibrate({report}, "--json " + quoted(fit));
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -204,7 +234,7 @@ TEST_F(CalibrateTest, ConstantsTheReportsCannotFixAreKeptWithTheirReason) {
 TEST_F(CalibrateTest, WrongPeakRatesInTheBaseConfigAreNamedNotFitted) {
   // The device has 16 PCIe lanes; a base config that says 2 makes any fit of the efficiency
   // exceed 100 %: the link's keys are kept and the message points at the base config.
-  const fs::path report = bench("pcie_efficiency_pct=90", 512);
+  const fs::path report = bench("pcie_efficiency_pct=90", "512");
   const fs::path fit = dir_ / "fit.json";
   const CalrtRun run = calibrate({report}, "--device-config 'pcie_lanes=2' --json " + quoted(fit));
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -223,7 +253,7 @@ struct BadReport {
 };
 
 TEST_F(CalibrateTest, BadReportsExitTwoNamingFileFieldAndValue) {
-  const fs::path good = bench("", 64);
+  const fs::path good = bench("", "64");
   std::ifstream stream(good);
   const std::string text((std::istreambuf_iterator<char>(stream)), {});
   const std::vector<BadReport> cases = {
@@ -264,7 +294,7 @@ TEST_F(CalibrateTest, BadReportsExitTwoNamingFileFieldAndValue) {
 }
 
 TEST_F(CalibrateTest, BadFilesAndOptionsExitTwo) {
-  const fs::path good = bench("", 64);
+  const fs::path good = bench("", "64");
   // A FIFO must not block the read, a directory is not a report, a missing file is named.
   const fs::path fifo = dir_ / "fifo.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
