@@ -279,10 +279,13 @@ json errors_json(const std::vector<simdev::PhaseError>& errors) {
 void print_result(const simdev::Calibration& fit) {
   std::printf("%-24s %12s %12s  %s\n", "key", "base", "calibrated", "from");
   for (const simdev::FittedKey& key : fit.keys) {
+    std::string value = key.measured ? std::to_string(key.value) : "(kept)";
+    if (key.range)
+      value = fmt::format("{} [{}-{}]", key.value, key.range->first, key.range->second);
     std::printf("%-24s %12llu %12s  %s\n", std::string(key.name).c_str(),
-                static_cast<unsigned long long>(key.base),
-                key.measured ? std::to_string(key.value).c_str() : "(kept)", key.note.c_str());
+                static_cast<unsigned long long>(key.base), value.c_str(), key.note.c_str());
   }
+  std::printf("[lo-hi]: the values that fit within a 95 %% profile confidence region\n");
   std::printf("\n%-16s %7s %14s %14s %14s\n", "phase", "shapes", "MAPE base", "MAPE fitted",
               "worst fitted");
   for (size_t i = 0; i < fit.after.size(); ++i) {
@@ -311,6 +314,14 @@ std::string yaml_of(const simdev::Calibration& fit, const CalibrateOptions& o,
     errors += fmt::format("{}{} {:.2f}%", errors.empty() ? "" : ", ", e.phase, e.mape_pct);
   }
   provenance.notes.push_back("Fit error (MAPE) per phase: " + errors + ".");
+  for (const simdev::FittedKey& key : fit.keys) {
+    if (key.range) {
+      provenance.notes.push_back(
+          fmt::format("{} fits within a 95% profile confidence region "
+                      "from {} to {}.",
+                      key.name, key.range->first, key.range->second));
+    }
+  }
   return simdev::to_yaml(fit.config, provenance);
 }
 
@@ -381,6 +392,7 @@ int run_calibrate(const CalibrateOptions& o) {
                       {"value", key.value},
                       {"measured", key.measured},
                       {"note", key.note}});
+      if (key.range) keys.back()["range_95"] = {key.range->first, key.range->second};
       (key.measured ? envelope.counts.passed : envelope.counts.skipped) += 1;
     }
     if (!o.out.empty()) {

@@ -93,12 +93,13 @@ class Fit {
  private:
   void keep(std::string_view name, std::string why) {
     const ParamSpec* spec = find_device_param(name);
-    keys_.push_back({name, spec->get(in_.base), spec->get(in_.base), false, std::move(why)});
+    keys_.push_back(
+        {name, spec->get(in_.base), spec->get(in_.base), false, std::move(why), std::nullopt});
   }
   void take(std::string_view name, uint64_t value, std::string note = {}) {
     const ParamSpec* spec = find_device_param(name);
     spec->set(config_, value);
-    keys_.push_back({name, spec->get(in_.base), value, true, std::move(note)});
+    keys_.push_back({name, spec->get(in_.base), value, true, std::move(note), std::nullopt});
   }
 
   void fit_submit() {
@@ -217,7 +218,8 @@ class Fit {
   // error it leaves. The overhead adds op count x overhead to every shape, so two predictions
   // (overhead 0 and 1 us) give each shape's op count and the best overhead in closed form.
   struct Trial {
-    double error = 0;
+    double error = 0;  // weighted: prefill and decode alike
+    double plain = 0;  // the sum of squared relative residuals, each shape alike
     double overhead_ns = 0;
   };
   Trial trial(uint64_t compute, uint64_t dram) {
@@ -246,6 +248,7 @@ class Fit {
       const double ops = (t1[j] - t0[j]) / 1000.0;
       const double r = (y - t0[j] - ops * result.overhead_ns) / y;
       result.error += weight_[j] * r * r;
+      result.plain += r * r;
     }
     trials_.emplace(key, result);
     return result;
@@ -276,6 +279,43 @@ class Fit {
       if (best == dram) return dram;
       dram = best;
     }
+  }
+
+  // The efficiencies whose profile error is within a 95 % confidence region of the best: the
+  // F-test bound for one parameter, S <= S_min (1 + 3.84 / (n - 3)), with n the infer shapes
+  // and 3 the fitted constants. A valley narrower than a percent holds no whole percent but
+  // the best, so the region is also taken from the parabola through the best and its two
+  // neighbours, rounded outward. Noiseless data gives the fitted value alone; noisy data
+  // shows how far the value is fixed, which for the compute efficiency is little when few
+  // ops are compute-bound.
+  template <class Error>
+  std::optional<std::pair<uint64_t, uint64_t>> range_of(Error&& error, uint64_t best) {
+    const size_t n = infer_jobs_.size();
+    if (n <= 3) return std::nullopt;
+    const double factor = 1 + 3.84 / static_cast<double>(n - 3);
+    double floor = error(best);
+    std::pair<uint64_t, uint64_t> range{best, best};
+    if (best > 1 && best < 100) {
+      const double a = error(best - 1), b = error(best), c = error(best + 1);
+      const double k = (a + c - 2 * b) / 2;
+      if (k > 0) {
+        const double m = (c - a) / 2;
+        const double x0 = -m / (2 * k);
+        floor = std::min(floor, b - m * m / (4 * k));
+        const double half = std::sqrt(std::max(0.0, floor * (factor - 1) + kTieAbsolute) / k);
+        const double lo = std::max(1.0, std::floor(static_cast<double>(best) + x0 - half));
+        const double hi = std::min(100.0, std::ceil(static_cast<double>(best) + x0 + half));
+        range = {std::min(best, static_cast<uint64_t>(lo)),
+                 std::max(best, static_cast<uint64_t>(hi))};
+      }
+    }
+    const double bound = floor * factor + kTieAbsolute;
+    for (uint64_t v = 1; v <= 100; ++v) {
+      if (error(v) > bound) continue;
+      range.first = std::min(range.first, v);
+      range.second = std::max(range.second, v);
+    }
+    return range;
   }
 
   void fit_compute() {
@@ -350,12 +390,15 @@ class Fit {
     }
     if (moves(&DeviceConfig::compute_efficiency_pct, at_fit)) {
       take("compute_efficiency_pct", compute, shapes);
+      keys_.back().range =
+          range_of([&](uint64_t c) { return trial(c, profile[c].second).plain; }, compute);
     } else {
       config_.compute_efficiency_pct = in_.base.compute_efficiency_pct;
       keep("compute_efficiency_pct", "no measured job is compute-bound (measure longer prompts)");
     }
     if (moves(&DeviceConfig::dram_efficiency_pct, at_fit)) {
       take("dram_efficiency_pct", dram, shapes);
+      keys_.back().range = range_of([&](uint64_t d) { return trial(compute, d).plain; }, dram);
     } else {
       config_.dram_efficiency_pct = in_.base.dram_efficiency_pct;
       keep("dram_efficiency_pct", "no measured job is memory-bound");

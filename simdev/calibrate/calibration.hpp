@@ -24,8 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "calbin/manifest.hpp"
@@ -69,6 +71,9 @@ struct FittedKey {
   uint64_t value = 0;
   bool measured = false;  // false: the data could not fix it; `note` says why
   std::string note;
+  // The compute and DRAM efficiencies: the values that fit the data within a 95 % profile
+  // confidence region (calibration.cpp, range_of).
+  std::optional<std::pair<uint64_t, uint64_t>> range;
 };
 
 // How well a config predicts one phase: mean and worst absolute percentage error over the

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -78,6 +80,10 @@ class CalibrateTest : public ScratchDirTest {
   int reports_ = 0;
 };
 
+// The noise of NoisyMeasurementsStillFitNearTheDevice: each measured phase scaled by a seeded
+// uniform factor in [1 - kNoise, 1 + kNoise].
+constexpr double kNoise = 0.01;
+
 // Prompts from memory-bound (64) to compute-bound (4096) prefill, decode at three KV lengths.
 const std::vector<uint32_t> kPrompts = {64, 512, 4096};
 
@@ -142,6 +148,10 @@ TEST_F(CalibrateTest, RecoversHiddenConstantsWithinTwoPercent) {
       EXPECT_TRUE(key.at("measured").get<bool>()) << name << ": " << key.at("note");
       const double value = key.at("value").get<double>();
       EXPECT_NEAR(value, static_cast<double>(truth), 0.02 * static_cast<double>(truth)) << name;
+      if (key.contains("range_95")) {
+        EXPECT_LE(key.at("range_95")[0].get<double>(), static_cast<double>(truth)) << name;
+        EXPECT_GE(key.at("range_95")[1].get<double>(), static_cast<double>(truth)) << name;
+      }
     }
     const json fitted = read_json(fit);
     for (const auto& [phase, error] : fitted.at("error_fitted").items()) {
@@ -203,6 +213,60 @@ TEST_F(CalibrateTest, OneSweepOverPromptLengthsIsEnough) {
   run = calibrate({bench(config_string(hidden), "64"), bench("", "512")});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("/device/config"), std::string::npos) << run.output;
+}
+
+// Real measurements are noisy. With every measured phase off by up to 1 %, the keys fitted by
+// a line or a median stay within the 2 %, and the efficiencies' 95 % regions hold the
+// device's values: over 20 seeds at 1 % and at 3 % noise they held 39 of 40 times (seed 1
+// at 1 % puts the compute efficiency's region at 58-64 for 57), so 5 seeds may miss once.
+TEST_F(CalibrateTest, NoisyMeasurementsStillFitNearTheDevice) {
+  const Hidden hidden = {{"compute_efficiency_pct", 57}, {"dram_efficiency_pct", 66},
+                         {"op_overhead_ns", 1700},       {"submit_overhead_ns", 13000},
+                         {"pcie_latency_ns", 2600},      {"pcie_efficiency_pct", 71},
+                         {"d2d_latency_ns", 800},        {"d2d_bw_mbps", 61000}};
+  const fs::path clean = bench(config_string(hidden), "64,512,4096");
+  int regions = 0;
+  int covered = 0;
+  for (const uint64_t seed : {1, 2, 3, 4, 5}) {
+    SCOPED_TRACE("noise seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> factor(1 - kNoise, 1 + kNoise);
+    json doc = read_json(clean);
+    for (json& point : doc.at("points")) {
+      for (json& shape : point.at("measured").at("job_shapes")) {
+        for (const char* phase : {"queue_ns", "h2d_ns", "infer_ns", "d2h_ns"}) {
+          shape[phase] = std::round(shape[phase].get<double>() * factor(rng));
+        }
+      }
+      for (json& span : point.at("measured").at("d2d_spans")) {
+        span["mean_ns"] = span["mean_ns"].get<double>() * factor(rng);
+      }
+    }
+    const fs::path noisy = dir_ / ("noisy_" + std::to_string(seed) + ".json");
+    write_text(noisy, doc.dump());
+    const fs::path fit = dir_ / ("fit_" + std::to_string(seed) + ".json");
+    const CalrtRun run = calibrate({noisy}, "--json " + quoted(fit));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    for (const auto& [name, key] : keys_of(fit)) {
+      const double truth = static_cast<double>(hidden.at(name));
+      ASSERT_TRUE(key.at("measured").get<bool>()) << name;
+      if (key.contains("range_95")) {
+        ++regions;
+        const double lo = key.at("range_95")[0].get<double>();
+        const double hi = key.at("range_95")[1].get<double>();
+        covered += lo <= truth && truth <= hi ? 1 : 0;
+        EXPECT_LE(hi - lo, 10) << name << ": a region this wide fixes nothing";
+      } else {
+        EXPECT_NEAR(key.at("value").get<double>(), truth, 0.02 * truth) << name;
+      }
+    }
+    const json report = read_json(fit);
+    for (const auto& [phase, error] : report.at("error_fitted").items()) {
+      EXPECT_LT(error.at("mape_pct").get<double>(), 100 * kNoise) << phase;
+    }
+  }
+  EXPECT_EQ(regions, 10);
+  EXPECT_GE(covered, regions - 1);
 }
 
 TEST_F(CalibrateTest, ConstantsTheReportsCannotFixAreKeptWithTheirReason) {
