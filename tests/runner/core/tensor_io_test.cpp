@@ -250,6 +250,18 @@ TEST(TensorIoPick, MatchesTheSeparatePassesOnAdversarialRows) {
                : i % 19 == 3 ? 0.0f
                              : random[i];
       });
+      // Signed zeros tying at the top (-0 ranks with +0 by id, though rank_row's 16-bit order
+      // key puts it lower), and negatives with -inf below them.
+      // -0 only in the first half of the row, +0 in the second: the first half's zeros come
+      // first by id.
+      expect_pick_matches("signed zeros", rows, cols, d0, [=](size_t r, size_t c) {
+        const float zero = c < cols / 2 ? -0.0f : 0.0f;
+        return (r + c) % 2 == 0 ? zero : -1.0f;
+      });
+      expect_pick_matches("negatives", rows, cols, d0, [&](size_t r, size_t c) {
+        const size_t i = r * cols + c;
+        return i % 13 == 1 ? -inf : -std::abs(random[i]);
+      });
       expect_pick_matches("all NaN", rows, cols, d0, [&](size_t, size_t) { return nan; });
       expect_pick_matches("all -inf", rows, cols, d0, [&](size_t, size_t) { return -inf; });
       // Fewer numbers than k: the NaNs fill the tail of top_k, lowest id first.
