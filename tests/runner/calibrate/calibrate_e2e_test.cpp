@@ -202,10 +202,14 @@ TEST_F(CalibrateTest, OneSweepOverPromptLengthsIsEnough) {
     EXPECT_TRUE(keys.at(name).at("measured").get<bool>()) << name;
     EXPECT_EQ(keys.at(name).at("value").get<uint64_t>(), truth) << name;
   }
+}
+
+TEST_F(CalibrateTest, MeasurementsOfSeveralDevicesAreRefused) {
+  const Hidden hidden = {{"compute_efficiency_pct", 57}};
   // A sweep over a device key measures several devices: refused, naming the point.
   const fs::path devices =
       bench(config_string(hidden), "64", "--d2d-spans --sweep pcie_lanes=8,16");
-  run = calibrate({devices});
+  CalrtRun run = calibrate({devices});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("/points/1/measured/device_config"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("calibrate one device"), std::string::npos) << run.output;
