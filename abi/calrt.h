@@ -44,8 +44,8 @@ extern "C" {
 #endif
 
 #define CALRT_ABI_MAJOR 0
-#define CALRT_ABI_MINOR 7
-#define CALRT_ABI_PATCH 6
+#define CALRT_ABI_MINOR 8
+#define CALRT_ABI_PATCH 0
 
 #define CALRT_MAX_RANK 8
 #define CALRT_MAX_CHIPS 8
@@ -414,12 +414,12 @@ typedef struct Calrt_Calbin_GetInfo_Args {
   CalrtCalbin* calbin;
   const char* calbin_version; /* out: owned by the calbin */
   const char* architecture;   /* out: owned by the calbin */
-  const char* runtime_abi;    /* out: owned by the calbin, e.g. "0.7.6" */
+  const char* runtime_abi;    /* out: owned by the calbin, e.g. "0.8.0" */
   uint32_t model_count;       /* out */
   uint32_t chip_count;        /* out: chips the calbin is partitioned over */
   uint32_t vocab;             /* out */
   uint32_t context;           /* out: tokens of KV per sequence the calbin is built for */
-  uint32_t batch;             /* out */
+  uint32_t batch;             /* out: rows of a decode submission (Kv_Apply tells how) */
   uint32_t layers;            /* out */
   uint32_t hidden;            /* out */
   uint32_t q_heads;           /* out */
@@ -714,15 +714,33 @@ typedef CalrtError* Calrt_Kv_Allocate(Calrt_Kv_Allocate_Args* args);
 
 /* Binds a KV handle to an input buffer: jobs submitted with that buffer read and extend
  * this KV. Rebinding replaces the previous handle.
- * Errors: INVALID_HANDLE (either, incl. a freed KV), INVALID_ARGUMENT (output buffer or
- *   another calbin), BUSY (buffer owned by an in-flight job). */
+ *
+ * Batch (ABI 0.8). A calbin whose Calbin_GetInfo reports batch B > 1 has a decode model
+ * whose tokens and positions are [B, 1] and whose logits are [B, vocab]. Each row is a
+ * sequence of its own, with its own KV handle, applied to the decode input buffer with
+ * `row`. A submission computes rows 0 .. cur_seq_len - 1 (so cur_seq_len is the count of
+ * live rows, 1..B); the logits of the other rows are zero. Row r decodes its token at
+ * positions[r]: it reads KV positions [0, positions[r]) of its handle and writes position
+ * positions[r], so past_kv_cur_seq_len is not read for such a model. A row's result does
+ * not depend on the other rows. The same handle may not serve two live rows. Prefill and
+ * kv_update models carry one sequence ([1, chunk]) and take row 0 only; so does every model
+ * of a calbin with batch 1, whose decode keeps the ABI 0.7 meaning (cur_seq_len = 1,
+ * past_kv_cur_seq_len = the KV positions before the token).
+ *
+ * Errors: INVALID_HANDLE (either, incl. a freed KV), INVALID_ARGUMENT (output buffer,
+ *   another calbin, row >= the rows of the buffer's model), BUSY (buffer owned by an
+ *   in-flight job). */
 typedef struct Calrt_Kv_Apply_Args {
   size_t struct_size;
   void* extension;
   CalrtKv* kv;
   CalrtBuffer* input;
+  /* Appended in ABI 0.8. A struct_size that ends at `input` (an ABI 0.7 caller) means 0. */
+  uint32_t row;
 } Calrt_Kv_Apply_Args;
-#define CALRT_KV_APPLY_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Kv_Apply_Args, input)
+#define CALRT_KV_APPLY_ARGS_STRUCT_SIZE CALRT_STRUCT_SIZE(Calrt_Kv_Apply_Args, row)
+/* What an ABI 0.7 caller put in struct_size; a runtime accepts it as row 0. */
+#define CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7 CALRT_STRUCT_SIZE(Calrt_Kv_Apply_Args, input)
 typedef CalrtError* Calrt_Kv_Apply(Calrt_Kv_Apply_Args* args);
 
 /* Returns the KV room to the reservation. Buffers it was applied to lose it.

@@ -1074,11 +1074,12 @@ class Kv : public detail::Owner<CalrtKv, detail::HandleDeleter<detail::KvTraits>
     return Kv(args.kv, {calbin.api()});
   }
 
-  // Binds this KV to an input buffer (Kv_Apply).
-  void apply(const Buffer& input) const {
+  // Binds this KV to an input buffer (Kv_Apply), for decode row `row` of a batch calbin.
+  void apply(const Buffer& input, uint32_t row = 0) const {
     auto args = detail::make_args<Calrt_Kv_Apply_Args>();
     args.kv = checked("Kv_Apply");
     args.input = input.get();
+    args.row = row;
     CALRT_HPP_CALL(api(), Kv_Apply, args);
   }
 

@@ -370,8 +370,9 @@ PYBIND11_MODULE(_calrt, m) {
 
   py::class_<PyKv>(m, "Kv")
       .def(
-          "apply", [](const PyKv& k, const PyBuffer& input) { k.kv.apply(input.buffer); },
-          py::arg("input"))
+          "apply",
+          [](const PyKv& k, const PyBuffer& input, uint32_t row) { k.kv.apply(input.buffer, row); },
+          py::arg("input"), py::arg("row") = 0)
       .def("clear", [](PyKv& k) { k.kv.clear(); })
       .def("info",
            [](const PyKv& k) {

@@ -831,7 +831,8 @@ CalrtError* kv_allocate(Calrt_Kv_Allocate_Args* args) noexcept {
 }
 
 CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) noexcept {
-  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE, "Calrt_Kv_Apply_Args", [&] {
+  // An ABI 0.7 caller's struct ends before `row` and means row 0 (calrt.h).
+  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7, "Calrt_Kv_Apply_Args", [&] {
     std::shared_ptr<ChildObject> kv;
     std::shared_ptr<ChildObject> input;
     if (CalrtError* e = lookup(kvs(), args->kv, "CalrtKv", "Calrt_Kv_Apply_Args.kv", kv)) {
@@ -841,8 +842,10 @@ CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) noexcept {
             lookup(buffers(), args->input, "CalrtBuffer", "Calrt_Kv_Apply_Args.input", input)) {
       return e;
     }
-    // SDK: KV apply (bind the KV handle to the input buffer).
-    return sdk_unimplemented("Kv_Apply", "KV apply");
+    const uint32_t row = args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
+    // SDK: KV apply (bind the KV handle to the input buffer's decode row `row`; a row at or
+    // past the model's batch is INVALID_ARGUMENT).
+    return sdk_unimplemented("Kv_Apply", "KV apply", "row " + std::to_string(row));
   });
 }
 

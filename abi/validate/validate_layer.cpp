@@ -1270,10 +1270,14 @@ CalrtError* LayerImpl::Kv_Allocate(Calrt_Kv_Allocate_Args* args) {
 }
 
 CalrtError* LayerImpl::Kv_Apply(Calrt_Kv_Apply_Args* args) {
-  VALIDATE_BEGIN(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE) {
+  // An ABI 0.7 caller's struct ends before `row` and means row 0 (calrt.h).
+  const uint32_t row =
+      args != nullptr && args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
+  VALIDATE_BEGIN(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7) {
     const std::lock_guard lock(mutex_);
     call.in["kv"] = VALIDATE_ID("kv", args->kv);
     call.in["input"] = VALIDATE_ID("buffer", args->input);
+    call.in["row"] = row;
     CalrtError* refused = nullptr;
     const std::string kv_name = ids_.name("kv", args->kv);
     const std::string buffer_name = ids_.name("buffer", args->input);
@@ -1300,7 +1304,8 @@ CalrtError* LayerImpl::Kv_Apply(Calrt_Kv_Apply_Args* args) {
   CalrtError* error = adopt(inner_->Kv_Apply(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
-    if (auto b = buffers_.find(args->input); b != buffers_.end()) {
+    // The sequence checks follow row 0, the only row of every model but a batch decode.
+    if (auto b = buffers_.find(args->input); b != buffers_.end() && row == 0) {
       b->second.kv = args->kv;
     }
   }

@@ -44,7 +44,8 @@ void expect_shape(const CheckContext& c, CheckResult& result, const std::string&
 void check_model_io(const CheckContext& c, CheckResult& result, size_t index) {
   const Model& model = c.manifest.models[index];
   const LlmInfo& llm = c.manifest.llm;
-  const int64_t batch = llm.batch;
+  // A decode takes one token per batch row; a prefill one sequence (calrt.h, Kv_Apply).
+  const int64_t batch = model.type == ModelType::kDecode ? int64_t{llm.batch} : 1;
   const int64_t tokens = model.type == ModelType::kPrefill ? llm.prefill_chunk : 1;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const TensorDesc& t = model.inputs[i];

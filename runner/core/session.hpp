@@ -65,8 +65,11 @@ StepResult step_buffers(Session& session);    // 4
 // report's metrics.
 std::vector<StepResult> steps_golden(Session& session, nlohmann::json& metrics);
 StepResult step_kv(Session& session);  // 8
+// For a calbin with batch > 1: the golden cases decoded a batch at a time, a sequence per row
+// (10).
 // With --resident: the resident calbins are still configured after the run (9).
 StepResult step_residents(Session& session);
+StepResult step_batch(Session& session);
 
 // The bodies of steps 2 and 4 for callers with their own error handling (the scenarios):
 // they throw calrt::Error from the runtime and add I/O mismatches to `step`.

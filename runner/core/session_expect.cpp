@@ -89,7 +89,8 @@ void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType
     step.fail(fmt::format("model {}: type: expected {}, actual {}", model.name,
                           calrt::to_string(type), calrt::to_string(model.type)));
   }
-  const int64_t batch = info.batch;
+  // A decode takes one token per batch row; a prefill one sequence (calrt.h, Kv_Apply).
+  const int64_t batch = type == calrt::ModelType::decode ? int64_t{info.batch} : 1;
   const int64_t tokens = type == calrt::ModelType::prefill ? int64_t{info.prefill_chunk} : 1;
   const int64_t token = check_tensor(
       model,

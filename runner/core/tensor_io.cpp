@@ -396,8 +396,13 @@ RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& des
   return {ranker.argmax(), ranker.top_k_of_numbers()};
 }
 
-void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
-                   std::span<const int32_t> values) {
+namespace {
+
+// Writes values[i] at logical place(i) = (row, col) after zeroing the whole tensor; room(m)
+// is how many values the shape takes, `what` names it in the error when they do not fit.
+template <class Room, class Place>
+void write_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
+               std::span<const int32_t> values, Room room, const char* what, Place place) {
   const Matrix2d m = physical_shape(desc);
   if (desc.dtype != calrt::Dtype::int32) {
     throw desc_error(desc, std::string("expected int32, is ") + calrt::to_string(desc.dtype));
@@ -406,15 +411,36 @@ void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
     throw desc_error(desc, "mapped " + std::to_string(mapped.size()) + " bytes, descriptor says " +
                                std::to_string(desc.bytes));
   }
-  if (values.size() > m.cols) {
-    throw desc_error(
-        desc, std::to_string(values.size()) + " values for a row of " + std::to_string(m.cols));
+  if (values.size() > room(m)) {
+    throw desc_error(desc, std::to_string(values.size()) + " values for " + what + " of " +
+                               std::to_string(room(m)));
   }
   std::memset(mapped.data(), 0, mapped.size());
-  for (size_t col = 0; col < values.size(); ++col) {
-    std::memcpy(mapped.data() + physical_index(desc, m, 0, col) * sizeof(int32_t), &values[col],
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto [row, col] = place(i);
+    std::memcpy(mapped.data() + physical_index(desc, m, row, col) * sizeof(int32_t), &values[i],
                 sizeof(int32_t));
   }
+}
+
+}  // namespace
+
+void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
+                   std::span<const int32_t> values) {
+  write_i32(
+      mapped, desc, values, [](const Matrix2d& m) { return m.cols; }, "a row",
+      [](size_t i) {
+        return std::pair<size_t, size_t>{0, i};
+      });
+}
+
+void write_column_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
+                      std::span<const int32_t> values) {
+  write_i32(
+      mapped, desc, values, [](const Matrix2d& m) { return m.rows; }, "a column",
+      [](size_t i) {
+        return std::pair<size_t, size_t>{i, 0};
+      });
 }
 
 }  // namespace runner

@@ -70,5 +70,9 @@ void visit_row_bytes(std::span<const std::byte> mapped, const calrt::TensorDesc&
 // rows, the row's tail, tiling padding).
 void write_row_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
                    std::span<const int32_t> values);
+// Writes values[r] into logical element (r, 0) of an int32 tensor, one per row (a batch
+// decode's tokens or positions, [batch, 1]), and zeroes everything else.
+void write_column_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc,
+                      std::span<const int32_t> values);
 
 }  // namespace runner

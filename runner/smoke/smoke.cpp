@@ -91,6 +91,9 @@ void run_steps(Session& s, Report& report) {
                     ? step_residents(s)
                     : skipped(9, "resident", "not every resident was configured (step 3)"));
   }
+  if (s.info.batch > 1) {
+    add(report, s.buffers_ok ? step_batch(s) : skipped(10, "batch", "no buffers"));
+  }
 }
 
 std::vector<std::string> summary_lines(const nlohmann::json& m) {

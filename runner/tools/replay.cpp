@@ -460,6 +460,7 @@ class Replayer {
       REPLAY_ARGS(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE);
       a.kv = handle<CalrtKv>(line, "kv");
       a.input = handle<CalrtBuffer>(line, "input");
+      a.row = line.in.contains("row") ? u32(line, "row") : 0;  // recorded since ABI 0.8
       result(line, REPLAY_ENTRY(Kv_Apply)(&a));
     } else if (c == "Kv_Free") {
       REPLAY_ARGS(Kv_Free, CALRT_KV_FREE_ARGS_STRUCT_SIZE);

@@ -21,9 +21,15 @@ struct Buffer {
   std::vector<std::vector<uint8_t>> tensors;
   std::vector<bool> mapped;
   std::vector<uint64_t> csrs;  // by position in the model's CSR list
-  std::optional<ObjectId> kv;
+  // The applied KV handles by decode row (Kv_Apply's `row`); only a batch decode model's
+  // input has more than row 0.
+  std::vector<std::optional<ObjectId>> kv;
   std::optional<ObjectId> owner_job;
   uint64_t owner_job_serial = 0;
+
+  std::optional<ObjectId> kv_at(size_t row) const {
+    return row < kv.size() ? kv[row] : std::nullopt;
+  }
 
   bool any_mapped() const {
     for (bool m : mapped) {

@@ -76,9 +76,16 @@ struct TensorMapping {
   uint64_t size_bytes = 0;
 };
 
-// Prices a job from its CSR snapshot (job_execution.cpp); unvalidated, clamped.
-JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+// Rows of one submission: the calbin's batch for its decode model, 1 for every other model
+// (calrt.h, Kv_Apply).
+uint64_t decode_rows(const calbin::Manifest& manifest, const calbin::Model& model);
+// The rows a submission computes: a batch decode's cur_seq_len, clamped to [1, batch]; 1 for
+// every other model.
+uint64_t live_rows(const calbin::Manifest& manifest, const calbin::Model& model,
                    const std::vector<uint64_t>& csrs);
+// Prices a job from its CSR snapshot and inputs (job_execution.cpp); unvalidated, clamped.
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+                   const std::vector<uint64_t>& csrs, const TensorBytes& input);
 // The same from cur_seq_len and past_kv_cur_seq_len (calrt calibrate prices measured jobs).
 JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model, uint64_t cur,
                    uint64_t past);
@@ -149,7 +156,7 @@ class Device final : private FaultEffects {
 
   // KV.
   Expected<ObjectId> kv_allocate(ObjectId calbin, uint64_t capacity_tokens);
-  Status kv_apply(ObjectId kv, ObjectId input);
+  Status kv_apply(ObjectId kv, ObjectId input, uint32_t row = 0);
   Status kv_free(ObjectId kv);
   Status kv_clear(ObjectId kv);
   Expected<KvInfo> kv_info(ObjectId kv) const;
@@ -200,7 +207,12 @@ class Device final : private FaultEffects {
   Status validate_submit(ObjectId calbin_id, const CalbinImage& image, size_t model_index,
                          ObjectId input_id, ObjectId output_id);
   Status check_in_flight_limit(ObjectId calbin_id, const CalbinImage& image, uint32_t slot) const;
-  Expected<KvHandle*> applied_kv(const Buffer& input, calbin::ModelType type) const;
+  struct AppliedKv {
+    ObjectId id;
+    KvHandle* kv = nullptr;
+  };
+  Expected<std::vector<AppliedKv>> applied_kv(const Buffer& input, const calbin::Manifest& manifest,
+                                              const calbin::Model& model) const;
   void on_job_arrive(ObjectId job_id);
   void pump();
   void start_stage(Stage stage, ObjectId job_id);

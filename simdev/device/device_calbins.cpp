@@ -1,5 +1,6 @@
 // Device: loading, configuring and unloading calbins.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 
@@ -10,12 +11,26 @@
 namespace simdev {
 namespace {
 
-constexpr const char* kRuntimeAbiMajorMinor = "0.7";
+#define CALRT_STRINGIFY_(x) #x
+#define CALRT_STRINGIFY(x) CALRT_STRINGIFY_(x)
+constexpr const char* kRuntimeAbi = CALRT_STRINGIFY(CALRT_ABI_MAJOR) "." CALRT_STRINGIFY(
+    CALRT_ABI_MINOR) "." CALRT_STRINGIFY(CALRT_ABI_PATCH);
 
-// "0.7.6" and "0.7" both name ABI 0.7; anything else is another runtime.
-bool abi_matches(const std::string& runtime_abi) {
-  const std::string prefix = kRuntimeAbiMajorMinor;
-  return runtime_abi == prefix || runtime_abi.rfind(prefix + ".", 0) == 0;
+// "MAJOR.MINOR" or "MAJOR.MINOR.PATCH": a calbin runs on a runtime of its ABI major whose
+// minor is at least its own (minor versions only add).
+bool abi_matches(std::string_view runtime_abi) {
+  std::vector<unsigned> parts;
+  for (const char* at = runtime_abi.data(); at <= runtime_abi.data() + runtime_abi.size();) {
+    unsigned part = 0;
+    const auto [end, error] = std::from_chars(at, runtime_abi.data() + runtime_abi.size(), part);
+    if (error != std::errc{} || end == at) return false;
+    parts.push_back(part);
+    if (end == runtime_abi.data() + runtime_abi.size()) break;
+    if (*end != '.') return false;
+    at = end + 1;
+  }
+  return (parts.size() == 2 || parts.size() == 3) && parts[0] == CALRT_ABI_MAJOR &&
+         parts[1] <= CALRT_ABI_MINOR;
 }
 
 Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path,
@@ -35,7 +50,8 @@ Expected<std::unique_ptr<CalbinImage>> read_image(const std::string& path,
   }
   if (!abi_matches(manifest->runtime_abi)) {
     return fail(CALRT_CALBIN_MISMATCH, "calbin \"" + path + "\" targets runtime ABI \"" +
-                                           manifest->runtime_abi + "\"; this runtime is 0.7.6");
+                                           manifest->runtime_abi + "\"; this runtime is " +
+                                           kRuntimeAbi);
   }
   // Refused here, before configure writes anything, with the check's own words.
   if (auto violation = calbin::memory_plan_violation(

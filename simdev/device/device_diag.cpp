@@ -236,7 +236,7 @@ std::string Device::hang_report() const {
         {"slot", buffer->slot},
         {"owner_job", buffer->owner_job ? Json(buffer->owner_job_serial) : Json(nullptr)},
         {"mapped", std::move(mapped)},
-        {"kv", serial_or_null(kv_serial(buffer->kv))},
+        {"kv", serial_or_null(kv_serial(buffer->kv_at(0)))},
         {"csrs", std::move(csrs)},
     });
   }
@@ -406,7 +406,7 @@ uint64_t Device::state_hash() const {
     hash_tensors(h, buffer->tensors);
     h.bits(buffer->mapped);
     h.array(buffer->csrs);
-    h.u64(kv_serial(buffer->kv));
+    for (const auto& row : buffer->kv) h.u64(kv_serial(row));
     h.u64(buffer->owner_job ? buffer->owner_job_serial : 0);
   }
   for (const KvHandle* kv : by_serial(kvs_)) {
@@ -424,7 +424,7 @@ uint64_t Device::state_hash() const {
     h.u64(job->model_index);
     h.u64(buffer_serial(job->input));
     h.u64(buffer_serial(job->output));
-    h.u64(kv_serial(job->kv));
+    for (const ObjectId row : job->kv) h.u64(kv_serial(row));
     h.u64(job->slot);
     h.array(job->csrs);
     hash_tensors(h, job->input_at_submit);

@@ -155,7 +155,7 @@ void Device::throttle_chip(uint32_t chip, TimePs until, uint32_t factor) {
 }
 
 std::optional<std::string> Device::flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) {
-  KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
+  KvHandle* kv = job.kv.empty() ? nullptr : kvs_.find(job.kv.front());
   return kv != nullptr ? kv->store.flip_bit(chip, draw) : std::nullopt;
 }
 

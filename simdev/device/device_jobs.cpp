@@ -58,23 +58,43 @@ Status Device::check_in_flight_limit(ObjectId calbin_id, const CalbinImage& imag
   return {};
 }
 
-Expected<KvHandle*> Device::applied_kv(const Buffer& input, calbin::ModelType type) const {
-  if (type == calbin::ModelType::kKvUpdate) {
-    return nullptr;  // no KV is read or extended
+// The handles of the rows a submission computes: row 0, or a batch decode's live rows
+// (cur_seq_len of them, clamped here; begin_compute() rejects a bad count).
+Expected<std::vector<Device::AppliedKv>> Device::applied_kv(const Buffer& input,
+                                                            const calbin::Manifest& manifest,
+                                                            const calbin::Model& model) const {
+  std::vector<AppliedKv> kvs;
+  if (model.type == calbin::ModelType::kKvUpdate) {
+    return kvs;  // no KV is read or extended
   }
-  KvHandle* kv = input.kv ? kvs_.find(*input.kv) : nullptr;
-  if (kv == nullptr) {
-    const std::string why =
-        input.kv ? " lost its KV handle (" + tombstones_.describe(*input.kv, "freed") + ")"
-                 : " has no KV handle applied";
-    return fail(CALRT_WRONG_STATE, "input buffer #" + std::to_string(input.serial) + why);
+  const bool batch = decode_rows(manifest, model) > 1;
+  const std::string buffer = "input buffer #" + std::to_string(input.serial);
+  for (size_t row = 0; row < live_rows(manifest, model, input.csrs); ++row) {
+    const std::optional<ObjectId> id = input.kv_at(row);
+    KvHandle* kv = id ? kvs_.find(*id) : nullptr;
+    const std::string where = buffer + (batch ? " row " + std::to_string(row) : "");
+    if (kv == nullptr) {
+      const std::string why =
+          id ? " lost its KV handle (" + tombstones_.describe(*id, "freed") + ")"
+             : " has no KV handle applied";
+      return fail(CALRT_WRONG_STATE, where + why);
+    }
+    if (kv->user_job) {
+      return fail(CALRT_BUSY, "kv handle #" + std::to_string(kv->serial) +
+                                  " is used by in-flight job #" +
+                                  std::to_string(kv->user_job_serial));
+    }
+    for (size_t other = 0; other < kvs.size(); ++other) {
+      if (kvs[other].kv == kv) {
+        return fail(CALRT_INVALID_ARGUMENT, "kv handle #" + std::to_string(kv->serial) +
+                                                " serves rows " + std::to_string(other) + " and " +
+                                                std::to_string(row) + " of " + buffer +
+                                                "; each row is a sequence of its own");
+      }
+    }
+    kvs.push_back({*id, kv});
   }
-  if (kv->user_job) {
-    return fail(CALRT_BUSY, "kv handle #" + std::to_string(kv->serial) +
-                                " is used by in-flight job #" +
-                                std::to_string(kv->user_job_serial));
-  }
-  return kv;
+  return kvs;
 }
 
 Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model_name,
@@ -94,7 +114,7 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
     return tl::unexpected(room.error());
   }
   const calbin::Model& model = image.manifest.models[model_index];
-  auto kv = applied_kv(input, model.type);
+  auto kv = applied_kv(input, image.manifest, model);
   if (!kv) {
     return tl::unexpected(kv.error());
   }
@@ -109,12 +129,13 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   job->output = output_id;
   job->slot = input.slot;
   job->csrs = input.csrs;  // the device reads the CSRs at submission
-  job->cost = image.cost_plans[model_index].cost(job_shape(image.manifest, model, job->csrs));
+  job->cost = image.cost_plans[model_index].cost(
+      job_shape(image.manifest, model, job->csrs, input.tensors));
   job->input_at_submit = input.tensors;
   job->output_at_submit = output.tensors;
   job->submit_ps = engine_.now();
-  if (*kv != nullptr) {
-    job->kv = input.kv;
+  for (const AppliedKv& applied : *kv) {
+    job->kv.push_back(applied.id);
   }
   const uint64_t serial = job->serial;
   const TimePs submit_ps = job->cost.submit_ps;
@@ -136,9 +157,9 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   ++in_flight_;
   input.owner_job = output.owner_job = job_id;
   input.owner_job_serial = output.owner_job_serial = serial;
-  if (*kv != nullptr) {
-    (*kv)->user_job = job_id;
-    (*kv)->user_job_serial = serial;
+  for (const AppliedKv& applied : *kv) {
+    applied.kv->user_job = job_id;
+    applied.kv->user_job_serial = serial;
   }
   return job_id;
 }
@@ -347,8 +368,8 @@ void Device::release_job_resources(Job& job) {
       buffer->owner_job.reset();
     }
   }
-  if (job.kv) {
-    if (KvHandle* kv = kvs_.find(*job.kv)) {
+  for (const ObjectId id : job.kv) {
+    if (KvHandle* kv = kvs_.find(id)) {
       kv->user_job.reset();
     }
   }

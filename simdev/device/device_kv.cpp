@@ -68,7 +68,7 @@ Expected<ObjectId> Device::kv_allocate(ObjectId calbin_id, uint64_t capacity_tok
   return *id;
 }
 
-Status Device::kv_apply(ObjectId kv_id, ObjectId input_id) {
+Status Device::kv_apply(ObjectId kv_id, ObjectId input_id, uint32_t row) {
   if (auto allowed = require_allowed(DeviceCall::kKvApply); !allowed) {
     return allowed;
   }
@@ -89,10 +89,22 @@ Status Device::kv_apply(ObjectId kv_id, ObjectId input_id) {
                                             std::to_string((*buffer)->serial) +
                                             " of another calbin");
   }
+  const CalbinImage* image = calbins_.find((*buffer)->calbin);
+  const uint64_t rows =
+      image != nullptr && (*buffer)->model_index < image->manifest.models.size()
+          ? decode_rows(image->manifest, image->manifest.models[(*buffer)->model_index])
+          : 1;
+  if (row >= rows) {
+    return fail(CALRT_INVALID_ARGUMENT, "cannot apply " + kv_label(**kv) + " to row " +
+                                            std::to_string(row) + " of buffer #" +
+                                            std::to_string((*buffer)->serial) + ": its model has " +
+                                            std::to_string(rows) + " row(s)");
+  }
   if (auto free = check_owner(**buffer, "apply a KV handle to"); !free) {
     return free;
   }
-  (*buffer)->kv = kv_id;
+  if ((*buffer)->kv.size() <= row) (*buffer)->kv.resize(row + 1);
+  (*buffer)->kv[row] = kv_id;
   return {};
 }
 

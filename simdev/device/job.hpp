@@ -31,7 +31,7 @@ struct Job {
   size_t model_index = 0;
   ObjectId input;
   ObjectId output;
-  std::optional<ObjectId> kv;
+  std::vector<ObjectId> kv;  // by row: the handles of the rows it computes
   uint32_t slot = 0;
   std::vector<uint64_t> csrs;  // snapshot taken at submission: the device reads them then
   JobCost cost;                // from the CSR snapshot; validated when compute starts

@@ -49,15 +49,30 @@ std::pair<uint64_t, std::string> csr(const calbin::Model& model,
   return {value, std::string(name) + " (index " + std::to_string(fallback_index) + ")"};
 }
 
-// Tokens one submission of the model carries: 1 for decode, the token input's length else.
+// Tokens one submission of the model carries: a decode model's rows (calrt.h, Kv_Apply),
+// the token input's length else.
 uint64_t chunk_of(const calbin::Manifest& manifest, const calbin::Model& model) {
   if (model.type == calbin::ModelType::kDecode) {
-    return 1;
+    return decode_rows(manifest, model);
   }
   const auto token = find_role(model.inputs, calbin::TensorRole::kToken);
   return std::max<uint64_t>(
       token ? element_count(model.inputs[*token]) : manifest.llm.prefill_chunk, 1);
 }
+
+// A batch decode row: its token at `position`, over the first `position` KV positions of
+// its own handle.
+struct RowPlan {
+  KvHandle* kv = nullptr;
+  int32_t token = 0;
+  int32_t position = 0;
+};
+
+Expected<std::vector<RowPlan>> plan_rows(const calbin::Manifest& manifest,
+                                         const calbin::Model& model,
+                                         const std::vector<uint64_t>& csrs,
+                                         const TensorBytes& input,
+                                         const std::vector<KvHandle*>& kvs);
 
 Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Model& model,
                              const std::vector<uint64_t>& csrs, const KvHandle& kv) {
@@ -101,8 +116,9 @@ Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Tens
   return values;
 }
 
+// Row r of `logits` into row r of the logits output; the rows after them stay zero.
 Status write_logits(const calbin::Model& model, TensorBytes& output,
-                    const std::vector<float>& logits) {
+                    const std::vector<std::vector<float>>& logits) {
   const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
   if (!index) {
     return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no logits output");
@@ -113,15 +129,19 @@ Status write_logits(const calbin::Model& model, TensorBytes& output,
   const uint32_t d0 = desc.layout.kind == calbin::Layout::Kind::kTiled ? desc.layout.tile_d0 : 0;
   const uint64_t physical = d0 == 0 ? rows * cols : calbin::tiled_element_count(rows, cols, d0);
   auto& bytes = output[*index];
-  if (desc.dtype != calbin::Dtype::kBf16 || rows != 1 || cols != logits.size() ||
+  const uint64_t width = logits.empty() ? 0 : logits.front().size();
+  if (desc.dtype != calbin::Dtype::kBf16 || rows < logits.size() || cols != width ||
       bytes.size() < physical * sizeof(uint16_t)) {
     return fail(CALRT_UNIMPLEMENTED, "model \"" + model.name + "\" output \"" + desc.name +
-                                         "\": the simulator writes logits as bf16 [1, " +
-                                         std::to_string(logits.size()) + "]");
+                                         "\": the simulator writes logits as bf16 [" +
+                                         std::to_string(logits.size()) + ", " +
+                                         std::to_string(width) + "]");
   }
-  std::vector<uint16_t> logical(cols);
-  for (size_t i = 0; i < cols; ++i) {
-    logical[i] = calbin::f32_to_bf16(logits[i]);
+  std::vector<uint16_t> logical(rows * cols, 0);
+  for (size_t r = 0; r < logits.size(); ++r) {
+    for (size_t i = 0; i < cols; ++i) {
+      logical[r * cols + i] = calbin::f32_to_bf16(logits[r][i]);
+    }
   }
   std::vector<uint16_t> stored(physical, 0);
   calbin::to_physical(logical.data(), stored.data(), rows, cols, d0);
@@ -147,22 +167,102 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
   const StepRequest request{*tokens, *positions, plan.past, mutant};
   const std::vector<float> logits =
       run_step(*image.dims, image.weights, kv.store, image.scratch, request, &probes);
+  return write_logits(model, output, {logits});
+}
+
+// A batch decode: each row is a one-token step of its own sequence, so a row's logits are
+// what a batch-1 decode of that sequence gives, bit for bit. The probes are row 0's.
+Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& output,
+                const std::vector<RowPlan>& rows, NumericsMutant mutant,
+                std::vector<float>& probes) {
+  std::vector<int32_t> tokens;
+  for (const RowPlan& row : rows) tokens.push_back(row.token);
+  if (auto valid = validate_tokens(tokens, image.dims->vocab); !valid) {
+    return valid;
+  }
+  std::vector<std::vector<float>> logits;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const RowPlan& row = rows[r];
+    const auto past = static_cast<size_t>(row.position);
+    row.kv->store.reserve_slots(past + 1);
+    const StepRequest request{std::span<const int32_t>(&row.token, 1),
+                              std::span<const int32_t>(&row.position, 1), past, mutant};
+    logits.push_back(run_step(*image.dims, image.weights, row.kv->store, image.scratch, request,
+                              r == 0 ? &probes : nullptr));
+  }
+  if (mutant == NumericsMutant::batch_rows_rotated) {
+    std::rotate(logits.begin(), logits.end() - 1, logits.end());
+  }
   return write_logits(model, output, logits);
+}
+
+Expected<std::vector<RowPlan>> plan_rows(const calbin::Manifest& manifest,
+                                         const calbin::Model& model,
+                                         const std::vector<uint64_t>& csrs,
+                                         const TensorBytes& input,
+                                         const std::vector<KvHandle*>& kvs) {
+  const uint64_t batch = decode_rows(manifest, model);
+  const auto [live, live_label] = csr(model, csrs, "cur_seq_len", 0);
+  if (live < 1 || live > batch || live != kvs.size()) {
+    return fail(CALRT_OUT_OF_RANGE, "CSR " + live_label + " = " + std::to_string(live) +
+                                        " is outside [1, " + std::to_string(batch) +
+                                        "] rows of batch decode model \"" + model.name + "\"");
+  }
+  auto tokens = read_int32(model, input, calbin::TensorRole::kToken, "tokens", live);
+  if (!tokens) return tl::unexpected(tokens.error());
+  auto positions = read_int32(model, input, calbin::TensorRole::kPosition, "positions", live);
+  if (!positions) return tl::unexpected(positions.error());
+  std::vector<RowPlan> rows;
+  for (size_t r = 0; r < live; ++r) {
+    const int32_t position = (*positions)[r];
+    const KvHandle& kv = *kvs[r];
+    if (position < 0 || static_cast<uint64_t>(position) >= kv.range.tokens) {
+      return fail(CALRT_OUT_OF_RANGE, "row " + std::to_string(r) + ": position " +
+                                          std::to_string(position) + " is outside the capacity " +
+                                          std::to_string(kv.range.tokens) + " of kv handle #" +
+                                          std::to_string(kv.serial));
+    }
+    rows.push_back({kvs[r], (*tokens)[r], position});
+  }
+  return rows;
 }
 
 }  // namespace
 
-JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+uint64_t decode_rows(const calbin::Manifest& manifest, const calbin::Model& model) {
+  return model.type == calbin::ModelType::kDecode ? std::max<uint64_t>(manifest.llm.batch, 1) : 1;
+}
+
+uint64_t live_rows(const calbin::Manifest& manifest, const calbin::Model& model,
                    const std::vector<uint64_t>& csrs) {
+  const uint64_t batch = decode_rows(manifest, model);
+  return batch > 1 ? std::clamp<uint64_t>(csr(model, csrs, "cur_seq_len", 0).first, 1, batch) : 1;
+}
+
+JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model,
+                   const std::vector<uint64_t>& csrs, const TensorBytes& input) {
   // Unvalidated: the shape only prices the job; begin_compute() rejects bad CSRs.
-  return job_shape(manifest, model, csr(model, csrs, "cur_seq_len", 0).first,
-                   csr(model, csrs, "past_kv_cur_seq_len", 1).first);
+  const uint64_t cur = csr(model, csrs, "cur_seq_len", 0).first;
+  uint64_t past = csr(model, csrs, "past_kv_cur_seq_len", 1).first;
+  if (decode_rows(manifest, model) > 1) {
+    // A batch row's past is its position; the rows are priced at their mean, rounded up.
+    const uint64_t live = live_rows(manifest, model, csrs);
+    auto positions = read_int32(model, input, calbin::TensorRole::kPosition, "positions", live);
+    uint64_t sum = 0;
+    for (const int32_t p : positions ? *positions : std::vector<int32_t>{}) {
+      sum += static_cast<uint64_t>(std::max(p, 0));
+    }
+    past = (sum + live - 1) / live;
+  }
+  return job_shape(manifest, model, cur, past);
 }
 
 JobShape job_shape(const calbin::Manifest& manifest, const calbin::Model& model, uint64_t cur,
                    uint64_t past) {
   const uint64_t chunk = chunk_of(manifest, model);
-  return JobShape{std::clamp<uint64_t>(cur, 1, chunk), chunk, std::min<uint64_t>(past, 1u << 30)};
+  const uint64_t tokens = std::clamp<uint64_t>(cur, 1, chunk);
+  const uint64_t rows = decode_rows(manifest, model) > 1 ? tokens : 1;
+  return JobShape{tokens, chunk, std::min<uint64_t>(past, 1u << 30), rows};
 }
 
 Status Device::begin_compute(Job& job) {
@@ -174,11 +274,34 @@ Status Device::begin_compute(Job& job) {
   for (const auto& tensor : job.output_at_submit) {
     job.staged_outputs.emplace_back(tensor.size(), uint8_t{0});
   }
-  KvHandle* kv = job.kv ? kvs_.find(*job.kv) : nullptr;
+  std::vector<KvHandle*> kvs;
+  for (const ObjectId id : job.kv) {
+    if (KvHandle* kv = kvs_.find(id)) kvs.push_back(kv);
+  }
   // kv_update models have no documented functional semantics yet: timing only.
-  if (kv == nullptr || model.type == calbin::ModelType::kKvUpdate) {
+  if (kvs.empty() || kvs.size() != job.kv.size() || model.type == calbin::ModelType::kKvUpdate) {
     return {};
   }
+  if (decode_rows(image.manifest, model) > 1) {
+    auto rows = plan_rows(image.manifest, model, job.csrs, job.input_at_submit, kvs);
+    if (!rows) {
+      return tl::unexpected(rows.error());
+    }
+    if (image.functional()) {
+      if (auto ran = run_rows(image, model, job.staged_outputs, *rows, config_.numerics_mutant,
+                              job.probes);
+          !ran) {
+        return ran;
+      }
+      job.probe_width = image.dims->hidden;
+    }
+    for (const RowPlan& row : *rows) {
+      row.kv->filled_tokens =
+          std::max<uint64_t>(row.kv->filled_tokens, static_cast<uint64_t>(row.position) + 1);
+    }
+    return {};
+  }
+  KvHandle* kv = kvs.front();
   auto plan = plan_step(image.manifest, model, job.csrs, *kv);
   if (!plan) {
     return tl::unexpected(plan.error());

@@ -11,6 +11,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The oldest ABI that can drive the calbin, so that it runs on as many runtimes as it can:
+// a batch decode needs ABI 0.8's per-row Kv_Apply (calrt.h).
+std::string required_abi(const ModelConfig& c) {
+  return c.batch > 1 && c.runtime_abi.rfind("0.7", 0) == 0 ? "0.8.0" : c.runtime_abi;
+}
+
 calbin::LlmInfo llm_info(const ModelConfig& c) {
   calbin::LlmInfo llm;
   llm.vocab = c.vocab;
@@ -104,7 +110,7 @@ calbin::Result<calbin::Manifest> describe_calbin(const ModelConfig& config,
   calbin::Manifest m;
   m.calbin_version = config.calbin_version_prefix + "-" + std::to_string(options.seed);
   m.architecture = config.architecture;
-  m.runtime_abi = config.runtime_abi;
+  m.runtime_abi = required_abi(config);
   m.chips = config.chips;
   m.chip_mask = (1u << config.chips) - 1;
   m.device_memory_required = plan->device_memory_required;

@@ -20,7 +20,9 @@ CalrtError* kv_allocate(Calrt_Kv_Allocate_Args* args) {
 }
 
 CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) {
-  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE, "Calrt_Kv_Apply_Args", [&] {
+  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7, "Calrt_Kv_Apply_Args", [&] {
+    // `row` came in ABI 0.8; an older caller's struct ends before it and means row 0.
+    const uint32_t row = args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
     return with_handle(args->kv, HandleKind::kKv, "kv",
                        [&](Device& device, ObjectId kv, uint32_t index) -> Status {
                          auto input =
@@ -28,7 +30,7 @@ CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) {
                          if (!input) {
                            return tl::unexpected(input.error());
                          }
-                         return device.kv_apply(kv, *input);
+                         return device.kv_apply(kv, *input, row);
                        });
   });
 }

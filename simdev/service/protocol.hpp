@@ -20,7 +20,8 @@ namespace simdev::service {
 
 inline constexpr uint32_t kHelloMagic = 0x4352534d;  // "MSRC" on the wire: CalRT service
 // 2: hello carries a token, welcome the session's role (PROTOCOL.md, "Security model").
-inline constexpr uint16_t kProtocolMajor = 2;
+// 3: Kv_Apply carries the decode row (ABI 0.8's batch).
+inline constexpr uint16_t kProtocolMajor = 3;
 inline constexpr uint16_t kProtocolMinor = 0;
 // The code of a refusal for another protocol major or ABI major (PROTOCOL.md's
 // ABI_MISMATCH): calrt.h has no code of that name, and UNIMPLEMENTED is what a runtime
@@ -615,9 +616,10 @@ struct KvApply {
   static constexpr Call kCall = Call::kv_apply;
   struct In {
     WireHandle kv, input;
+    uint32_t row = 0;
     template <class V>
     void visit(V& v) {
-      v("kv", kv), v("input", input);
+      v("kv", kv), v("input", input), v("row", row);
     }
   };
   using Out = DeviceDestroy::Out;

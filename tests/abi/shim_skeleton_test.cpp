@@ -146,9 +146,9 @@ TEST_F(ShimSkeleton, LargerStructFromANewerCallerIsAccepted) {
   EXPECT_EQ(outcome.code, CALRT_UNIMPLEMENTED) << outcome.message;
 }
 
-// Every entry returning CalrtError*, with the struct size its caller must pass, and
-// whether a zeroed struct of full size must fail on a handle (INVALID_HANDLE) or on
-// another argument (INVALID_ARGUMENT: a NULL string or an enum of 0).
+// Every entry returning CalrtError*, with the smallest struct size it accepts (Kv_Apply's is
+// its ABI 0.7 version), and whether a zeroed struct of full size must fail on a handle
+// (INVALID_HANDLE) or on another argument (INVALID_ARGUMENT: a NULL string or an enum of 0).
 #define CALRT_SKELETON_ENTRIES(X)                                                                \
   X(Device_Create, CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE, CALRT_INVALID_ARGUMENT)                 \
   X(Device_Destroy, CALRT_DEVICE_DESTROY_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                 \
@@ -175,7 +175,7 @@ TEST_F(ShimSkeleton, LargerStructFromANewerCallerIsAccepted) {
   X(Job_Cancel, CALRT_JOB_CANCEL_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                         \
   X(Job_Destroy, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                       \
   X(Kv_Allocate, CALRT_KV_ALLOCATE_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                       \
-  X(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                             \
+  X(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7, CALRT_INVALID_HANDLE)                         \
   X(Kv_Free, CALRT_KV_FREE_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                               \
   X(Kv_Clear, CALRT_KV_CLEAR_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                             \
   X(Kv_Info, CALRT_KV_INFO_ARGS_STRUCT_SIZE, CALRT_INVALID_HANDLE)                               \

@@ -171,7 +171,9 @@ void ver_smaller_struct(ClauseContext& ctx) {
   // Entries that act or release: refused, and the object is still there afterwards.
   CONF_SMALL(Calbin_Configure, small.calbin = f.calbin.get());
   CONF_SMALL(Device_Reset, small.device = f.device.get(); small.level = CALRT_RESET_JOB_ABORT);
-  CONF_SMALL(Kv_Apply, small.kv = f.kv.get(); small.input = f.prefill.input.get());
+  // Kv_Apply also takes its ABI 0.7 version, which ends at input: one byte less.
+  CONF_SMALL(Kv_Apply, small.kv = f.kv.get(); small.input = f.prefill.input.get();
+             small.struct_size = CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7);
   CONF_SMALL(Kv_Free, small.kv = f.kv.get());
   CONF_SMALL(Job_Destroy, small.job = job.get());
   CONF_SMALL(Buffer_Destroy, small.buffer = f.prefill.output.get());

@@ -29,9 +29,10 @@ enum class NumericsMutant : uint8_t {
   router_unnormalised,      // MoE: the top-k weights not renormalised (norm_topk_prob ignored)
   expert_weights_reversed,  // MoE: a token's routing weights applied to its experts reversed
   int4_nibbles_swapped,     // w4af16: a byte's two weights read high nibble first
+  batch_rows_rotated,       // batch decode: row r's logits written to row r + 1 (the last to 0)
 };
 
-inline constexpr std::array<std::string_view, 18> kNumericsMutantNames = {"none",
+inline constexpr std::array<std::string_view, 19> kNumericsMutantNames = {"none",
                                                                           "logits_scale",
                                                                           "q_norm_ignored",
                                                                           "k_norm_ignored",
@@ -48,6 +49,7 @@ inline constexpr std::array<std::string_view, 18> kNumericsMutantNames = {"none"
                                                                           "v_cache_bf16",
                                                                           "router_unnormalised",
                                                                           "expert_weights_reversed",
-                                                                          "int4_nibbles_swapped"};
+                                                                          "int4_nibbles_swapped",
+                                                                          "batch_rows_rotated"};
 
 }  // namespace simdev

@@ -6,6 +6,9 @@
 //   weight_bytes  unchanged (weights are read once per submission); MoE expert weights:
 //                 x expected distinct experts / the experts the op lists
 //   kv_bytes      x (past + tokens) / kv_slots
+//   a batch decode of `rows` sequences: attention pairs and KV bytes x rows, each row one
+//                 token after `past` of its own (the op list lists a batch of rows reading
+//                 kv_slots positions each, as a chunk of that many tokens would)
 //   other bytes   x tokens / chunk (activations)
 // except the head (the ops after the last layer), which runs on the last token only and costs
 // the same for any submission.
@@ -78,6 +81,7 @@ struct Scaling {
   uint64_t tokens = 1;
   uint64_t chunk = 1;
   uint64_t past = 0;
+  uint64_t rows = 1;          // independent sequences, each `tokens / rows` tokens after `past`
   uint64_t experts = 0;       // llm.experts
   uint64_t expert_fixed = 0;  // expected distinct experts, in 1 / kExpertUnit
 };
@@ -99,8 +103,9 @@ ScaledOp scale_op(const OpFigures& op, const Scaling& s) {
   if (attention) {
     // The listed op covers `chunk` queries whose last one sees kv_slots positions.
     const uint64_t listed_past = op.kv_slots > s.chunk ? op.kv_slots - s.chunk : 0;
-    out.flops = scale_up(op.flops, attention_pairs(s.tokens, s.past),
-                         attention_pairs(s.chunk, listed_past));
+    out.flops =
+        scale_up(op.flops, clamp_u64(Wide{s.rows} * attention_pairs(s.tokens / s.rows, s.past)),
+                 attention_pairs(s.chunk, listed_past));
   } else {
     out.flops = scale_up(op.flops, s.tokens, s.chunk);
   }
@@ -111,7 +116,7 @@ ScaledOp scale_op(const OpFigures& op, const Scaling& s) {
                   (Wide{weights} * s.expert_fixed % (Wide{op.experts} * kExpertUnit) != 0 ? 1 : 0));
   }
   const uint64_t kv_read =
-      attention ? scale_up(kv, clamp_u64(Wide{s.past} + s.tokens), op.kv_slots) : 0;
+      attention ? scale_up(kv, clamp_u64(Wide{s.rows} * s.past + s.tokens), op.kv_slots) : 0;
   const Wide bytes = Wide{weight_read} + kv_read + scale_up(activations, s.tokens, s.chunk);
   out.bytes = clamp_u64(bytes);
   return out;
@@ -193,6 +198,7 @@ Scaling scaling_for(const JobShape& shape, uint64_t experts, uint64_t active_exp
   s.tokens = shape.tokens;
   s.chunk = std::max<uint64_t>(shape.chunk, 1);
   s.past = shape.past;
+  s.rows = std::clamp<uint64_t>(shape.rows, 1, std::max<uint64_t>(shape.tokens, 1));
   s.experts = experts;
   s.expert_fixed = expected_experts_fixed(experts, active_experts, shape.tokens);
   return s;

@@ -56,6 +56,9 @@ struct JobShape {
   uint64_t tokens = 1;  // cur_seq_len as submitted
   uint64_t chunk = 1;   // tokens the op list describes
   uint64_t past = 0;    // past_kv_cur_seq_len: KV positions attention reads besides its own
+  // Independent sequences the tokens belong to (a batch decode's live rows), each with
+  // `past` positions of its own; 1 for a prefill chunk or a batch-1 decode.
+  uint64_t rows = 1;
 };
 
 // Time to move bytes over a link of bandwidth_mbps (1e6 bytes/s), rounded up.

@@ -29,7 +29,9 @@ calbin::Result<calbin::TensorDesc> tensor(std::string name, calbin::TensorRole r
 
 calbin::Result<calbin::Model> describe(const ModelConfig& c, calbin::ModelType type) {
   const bool prefill = type == calbin::ModelType::kPrefill;
-  const int64_t batch = c.batch, tokens = prefill ? c.prefill_chunk : 1;
+  // A prefill carries one sequence; a decode one token for each of its batch rows (calrt.h,
+  // Kv_Apply).
+  const int64_t batch = prefill ? 1 : c.batch, tokens = prefill ? c.prefill_chunk : 1;
   const uint32_t all_chips = (1u << c.chips) - 1;
   calbin::Model model;
   model.name = prefill ? c.prefill_model : c.decode_model;

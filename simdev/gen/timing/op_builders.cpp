@@ -1,13 +1,19 @@
 #include "simdev/gen/timing/op_builders.hpp"
 
+#include <algorithm>
+
 namespace simdev::gen::ops {
 
 ChipShape chip_shape(const ModelConfig& c, calbin::ModelType type) {
   ChipShape s;
   const bool prefill = type == calbin::ModelType::kPrefill;
-  s.tokens = prefill ? c.prefill_chunk : 1;
-  s.key_pairs = prefill ? s.tokens * (s.tokens + 1) / 2 : c.context;
+  // A batch decode lists its rows as a chunk would: `batch` queries, the last one reading
+  // the full context (the cost model rescales it as rows of their own, cost_model.cpp).
+  s.tokens = prefill ? c.prefill_chunk : c.batch;
+  s.head_rows = prefill ? 1 : c.batch;
   s.kv_slots = prefill ? s.tokens : c.context;
+  const uint64_t listed_past = s.kv_slots - std::min(s.kv_slots, s.tokens);
+  s.key_pairs = s.tokens * listed_past + s.tokens * (s.tokens + 1) / 2;
   s.hidden = c.hidden;
   s.head_dim = c.head_dim;
   s.q_heads = c.q_heads / c.chips;
@@ -97,13 +103,13 @@ calbin::Op embedding(const ChipShape& s) {
 
 calbin::Op logits_gather(const ChipShape& s) {
   const uint64_t full_vocab = s.vocab * 2;
-  return op("d2d_gather", "logits_gather", -1, dims({1, full_vocab}), calbin::Dtype::kBf16, 0,
-            2 * full_vocab * kActBytes);
+  return op("d2d_gather", "logits_gather", -1, dims({s.head_rows, full_vocab}),
+            calbin::Dtype::kBf16, 0, 2 * s.head_rows * full_vocab * kActBytes);
 }
 
 void add_head(const ChipShape& s, calbin::Dtype lm_head, std::vector<calbin::Op>& out) {
-  out.push_back(rmsnorm("final_norm", -1, 1, s.hidden));
-  out.push_back(matmul("lm_head", -1, 1, s.vocab, s.hidden, lm_head));
+  out.push_back(rmsnorm("final_norm", -1, s.head_rows, s.hidden));
+  out.push_back(matmul("lm_head", -1, s.head_rows, s.vocab, s.hidden, lm_head));
   out.push_back(logits_gather(s));
 }
 

@@ -19,6 +19,7 @@ inline constexpr uint64_t kF32Bytes = 4;
 // The per-chip sizes one submission works on.
 struct ChipShape {
   uint64_t tokens = 0;     // rows processed by the layer stack
+  uint64_t head_rows = 1;  // rows whose logits the head computes: a decode's batch
   uint64_t key_pairs = 0;  // (query, key) pairs per head in attention
   uint64_t kv_slots = 0;   // KV slots attention reads
   uint64_t hidden = 0, head_dim = 0, q_heads = 0, kv_heads = 0, ffn = 0, vocab = 0;
@@ -26,8 +27,8 @@ struct ChipShape {
   uint64_t kv_head_slot_bytes = 0;  // one KV head's K and V at one slot (kv_head_slot_bits)
 };
 
-// Prefill: one full chunk attending causally within itself; decode: one token reading the
-// KV of the full context.
+// Prefill: one full chunk attending causally within itself; decode: one token per batch row
+// reading the KV of the full context.
 ChipShape chip_shape(const ModelConfig& config, calbin::ModelType type);
 
 std::vector<int64_t> dims(std::initializer_list<uint64_t> values);

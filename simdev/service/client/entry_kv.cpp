@@ -34,7 +34,7 @@ CalrtError* kv_allocate(Calrt_Kv_Allocate_Args* args) {
 }
 
 CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) {
-  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE, "Calrt_Kv_Apply_Args", [&]() -> Status {
+  return guarded(args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7, "Calrt_Kv_Apply_Args", [&]() -> Status {
     auto kv = resolve_kv(args->kv, "kv");
     if (!kv) {
       return tl::unexpected(kv.error());
@@ -46,6 +46,8 @@ CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) {
     KvApply::In in;
     in.kv = WireHandle{kv->wire};
     in.input = WireHandle{input->wire};
+    // `row` came in ABI 0.8; an older caller's struct ends before it and means row 0.
+    in.row = args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
     return forward<KvApply>(*kv->device, in);
   });
 }

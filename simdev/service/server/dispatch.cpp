@@ -506,6 +506,7 @@ Failure run<KvApply>(Ctx& c, const KvApply::In& in, KvApply::Out&) {
   auto args = make_args<Calrt_Kv_Apply_Args>();
   args.kv = kv;
   args.input = input;
+  args.row = in.row;
   return call(c, c.api->Kv_Apply(&args));
 }
 

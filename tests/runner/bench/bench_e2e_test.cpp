@@ -171,7 +171,7 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
   EXPECT_EQ(doc["settings"]["prompt_seed"], 5);
   EXPECT_NE(doc["command_line"].get<std::string>().find("--sampling-seed 11"), std::string::npos);
   EXPECT_FALSE(doc["device"]["runtime_version"].get<std::string>().empty());
-  EXPECT_EQ(doc["device"]["abi"], "0.7.6");
+  EXPECT_EQ(doc["device"]["abi"], "0.8.0");
   EXPECT_EQ(doc["modes"]["sync"]["metrics"]["prepare"]["clock"], "host-model");
   EXPECT_EQ(doc["modes"]["sync"]["metrics"]["ttft"]["clock"], "device");
   // The CSV: a header and one row per metric per mode.

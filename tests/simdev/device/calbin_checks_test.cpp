@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A private copy of the tiny calbin with its manifest edited by `edit`.
-fs::path edited_copy(const std::string& name, void (*edit)(calbin::Manifest&)) {
+fs::path edited_copy(const std::string& name, const std::function<void(calbin::Manifest&)>& edit) {
   const fs::path dir = fs::path(SIMDEV_TEST_BUILD_DIR) / "device-test-calbins" / name;
   fs::remove_all(dir);
   fs::create_directories(dir.parent_path());
@@ -188,12 +189,26 @@ TEST(CalbinChecks, TheUneditedCopyLoads) {
   close(loaded);
 }
 
+// A calbin runs on a runtime of its ABI major whose minor is at least its own (minor versions
+// only add); anything newer, of another major, or not a version is a mismatch naming it.
 TEST(CalbinChecks, OtherRuntimeAbiIsAMismatch) {
-  const fs::path dir = edited_copy("abi-0.8", [](calbin::Manifest& m) { m.runtime_abi = "0.8.0"; });
-  Loaded loaded = load(dir);
-  EXPECT_EQ(loaded.create.code, CALRT_CALBIN_MISMATCH);
-  EXPECT_NE(loaded.create.message.find("0.8.0"), std::string::npos) << loaded.create.message;
-  close(loaded);
+  int index = 0;
+  for (const std::string abi : {"0.9.0", "1.8.0", "0.8.0.1", "0.8.x", "0..8", "0.", "v0.8"}) {
+    const fs::path dir = edited_copy("abi-" + std::to_string(index++),
+                                     [&](calbin::Manifest& m) { m.runtime_abi = abi; });
+    Loaded loaded = load(dir);
+    EXPECT_EQ(loaded.create.code, CALRT_CALBIN_MISMATCH) << abi;
+    EXPECT_NE(loaded.create.message.find("\"" + abi + "\""), std::string::npos)
+        << loaded.create.message;
+    close(loaded);
+  }
+  for (const std::string abi : {"0.7", "0.7.6", "0.8", "0.8.0"}) {
+    const fs::path dir = edited_copy("abi-ok-" + std::to_string(index++),
+                                     [&](calbin::Manifest& m) { m.runtime_abi = abi; });
+    Loaded loaded = load(dir);
+    EXPECT_EQ(loaded.create.code, CALRT_OK) << abi << ": " << loaded.create.message;
+    close(loaded);
+  }
   Loaded one_chip = load(tiny_calbin(), "chips=1");
   EXPECT_EQ(one_chip.create.code, CALRT_CALBIN_MISMATCH);
   close(one_chip);

@@ -191,7 +191,7 @@ class Rig {
     csrs[0] = prefill ? kPrompt.size() : 1;
     csrs[1] = prefill ? 0 : kPrompt.size();
     const auto& manifest = image().manifest;
-    return job_cost(manifest, model, job_shape(manifest, model, csrs), device->config());
+    return job_cost(manifest, model, job_shape(manifest, model, csrs, {}), device->config());
   }
 
   std::unique_ptr<Device> device;

@@ -57,6 +57,21 @@ TEST_F(ServiceE2eTest, SmokeOverTcp) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
+// A batch-4 calbin over the socket: Kv_Apply's row (protocol 3) reaches the daemon's device,
+// so smoke step 10 decodes four sequences at once there as it does in process.
+TEST_F(ServiceE2eTest, BatchSmokeOverUnixSocket) {
+  const fs::path calbin = dir_ / "batch4";
+  const CalrtRun gen = run_command(std::string("'") + SIMDEV_EXE + "' gen --config " +
+                                   quoted(fs::path(CALRT_GEN_CONFIGS) / "qwen3-small-batch4.yaml") +
+                                   " --no-long --out " + quoted(calbin));
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  calrt_test::DaemonProcess daemon(dir_ / "d");
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(calbin) + " --device " + quoted(fs::path(daemon.endpoint())));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("[PASS] 10 batch"), std::string::npos) << run.output;
+}
+
 // The loader path: libcalrt_client.so by path, the endpoint from CALRT_SERVICE.
 TEST_F(ServiceE2eTest, SmokeThroughTheSharedLibrary) {
   calrt_test::DaemonProcess daemon(dir_ / "d");

@@ -369,7 +369,8 @@ TEST_F(DaemonTest, RefusesWrongMagicProtocolAndAbi) {
   old.send_frame(svc::MessageType::hello, 0, hello);
   const svc::Notice notice = expect_notice(old, svc::MessageType::refused);
   EXPECT_EQ(notice.code, svc::kAbiMismatchCode);
-  EXPECT_NE(notice.message.find("'protocol_major': 1, the daemon speaks protocol 2"),
+  EXPECT_NE(notice.message.find("'protocol_major': 1, the daemon speaks protocol " +
+                                std::to_string(svc::kProtocolMajor)),
             std::string::npos)
       << notice.message;
   expect_alive();

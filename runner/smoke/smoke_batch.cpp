@@ -1,0 +1,234 @@
+// Smoke step 10, for a calbin with batch B > 1: the golden cases decoded B at a time, one
+// sequence per row of the decode model (calrt.h, Kv_Apply). Steps 5-7 ran every case alone in
+// row 0; here each row must still meet its own case's golden and contract rows while the
+// other rows hold other sequences, so a device whose rows leak into each other (a shared KV,
+// rows written to the wrong place) fails. Cases of different lengths leave the batch as they
+// finish, and the remaining rows are applied again from row 0, as a serving loop does.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "abi/calrt.hpp"
+#include "runner/core/golden_compare.hpp"
+#include "runner/core/session.hpp"
+#include "runner/core/submission_inputs.hpp"
+#include "runner/core/tensor_io.hpp"
+#include "runner/smoke/golden_case.hpp"
+
+namespace runner {
+namespace {
+
+// At most this many failure lines: one broken row repeated over every step should not bury
+// the first.
+constexpr size_t kMaxFailures = 6;
+
+struct Sequence {
+  const calbin::GoldenCase* golden = nullptr;
+  calrt::Kv kv;
+};
+
+class BatchRunner {
+ public:
+  explicit BatchRunner(Session& session) : s_(session), top_k_(session.inputs.golden.top_k) {}
+
+  StepResult run() {
+    const Stopwatch wall;
+    step_.number = 10;
+    step_.name = "batch";
+    const uint32_t batch = s_.info.batch;
+    const size_t cases = s_.inputs.case_indices.size();
+    size_t groups = 0;
+    try {
+      for (size_t first = 0; first < cases; first += batch) {
+        std::vector<Sequence> group;
+        for (size_t i = first; i < std::min<size_t>(cases, first + batch); ++i) {
+          group.push_back({&s_.inputs.golden_case(i), {}});
+        }
+        ++groups;
+        if (!run_group(group)) break;
+      }
+    } catch (const std::exception& error) {
+      fail(error.what());
+    }
+    const double contract = contract_.rows > 0 ? contract_.max_ulps : 0.0;
+    step_.summary = fmt::format(
+        "{} cases in {} group(s) of up to {} rows, {} decode submissions: {} rows, cosine min "
+        "{:.6f}, greedy {}/{}, contract max {:.1f} ULPs over {} rows, idle rows zero",
+        cases, groups, batch, submissions_, decode_.compared, decode_.cosine_min,
+        decode_.greedy_agree, decode_.greedy_total, contract, contract_.rows);
+    const Thresholds& t = s_.options.thresholds;
+    if (decode_.greedy_total > 0 && !(decode_.greedy_rate() >= t.min_greedy)) {
+      fail(fmt::format("greedy agreement {}/{} = {:.4f} < {:.4g} over the batch rows",
+                       decode_.greedy_agree, decode_.greedy_total, decode_.greedy_rate(),
+                       t.min_greedy));
+    }
+    if (decode_.compared < expected_rows_) {
+      fail(fmt::format("{} of {} batch rows were compared: a group stopped early", decode_.compared,
+                       expected_rows_));
+    }
+    step_.details = {{"groups", groups},
+                     {"rows_compared", decode_.compared},
+                     {"submissions", submissions_},
+                     {"cosine_min", decode_.cosine_min},
+                     {"greedy_agree", decode_.greedy_agree},
+                     {"greedy_total", decode_.greedy_total},
+                     {"contract_max_ulps", contract},
+                     {"contract_rows", contract_.rows}};
+    step_.wall_ms = wall.elapsed_ms();
+    return std::move(step_);
+  }
+
+ private:
+  // Prefills every sequence of the group alone, then decodes them together, teacher-forced.
+  bool run_group(std::vector<Sequence>& group) {
+    uint32_t steps = 0;
+    for (Sequence& seq : group) {
+      const calbin::GoldenCase& g = *seq.golden;
+      expected_rows_ += g.decode_steps;
+      steps = std::max(steps, g.decode_steps);
+      seq.kv = calrt::Kv::allocate(s_.calbin, kv_tokens_for(g, s_.info.context));
+      seq.kv.apply(s_.prefill.input);
+      if (!prefill(seq)) return false;
+    }
+    for (uint32_t step = 0; step < steps; ++step) {
+      std::vector<Sequence*> live;
+      for (Sequence& seq : group) {
+        if (step < seq.golden->decode_steps) live.push_back(&seq);
+      }
+      if (!decode(live, step)) return false;
+    }
+    return true;
+  }
+
+  bool prefill(Sequence& seq) {
+    const calbin::GoldenCase& g = *seq.golden;
+    const uint32_t chunk = s_.info.prefill_chunk;
+    for (uint32_t offset = 0; offset < g.prompt_len; offset += chunk) {
+      const uint32_t count = std::min(chunk, g.prompt_len - offset);
+      const std::span<const int32_t> tokens(g.tokens.data() + offset, count);
+      write_submission(s_.prefill, tokens, static_cast<int32_t>(offset), offset, s_.timeout());
+      if (!run_job(s_.prefill, fmt::format("case {} prefill at {}", g.name, offset))) return false;
+    }
+    return true;
+  }
+
+  // One submission: row r is live[r]'s token at its next position.
+  bool decode(const std::vector<Sequence*>& live, uint32_t step) {
+    std::vector<int32_t> tokens, positions;
+    for (size_t row = 0; row < live.size(); ++row) {
+      const calbin::GoldenCase& g = *live[row]->golden;
+      live[row]->kv.apply(s_.decode.input, static_cast<uint32_t>(row));
+      tokens.push_back(g.greedy[step]);
+      positions.push_back(static_cast<int32_t>(g.prompt_len + step));
+    }
+    {
+      const calrt::Mapping map = s_.decode.input.map(s_.decode.token_input, s_.timeout());
+      write_column_i32(map.bytes(), s_.decode.token(), tokens);
+    }
+    {
+      const calrt::Mapping map = s_.decode.input.map(s_.decode.position_input, s_.timeout());
+      write_column_i32(map.bytes(), s_.decode.position(), positions);
+    }
+    s_.decode.input.set_csr(s_.decode.cur_seq_len_csr, live.size());
+    s_.decode.input.set_csr(s_.decode.past_kv_csr, 0);  // not read: each row's past is its position
+    ++submissions_;
+    if (!run_job(s_.decode, fmt::format("decode step {} of {} rows", step, live.size()))) {
+      return false;
+    }
+    const calrt::Mapping map = s_.decode.output.map(s_.decode.logits_output, s_.timeout());
+    const calrt::TensorDesc& layout = s_.decode.logits();
+    const size_t rows = static_cast<size_t>(layout.shape.empty() ? 0 : layout.shape.front());
+    for (size_t row = 0; row < rows; ++row) {
+      const std::vector<float> logits = read_row_f32(map.bytes(), layout, row);
+      if (row >= live.size()) {
+        if (std::any_of(logits.begin(), logits.end(), [](float v) { return v != 0.0f; })) {
+          fail(fmt::format("decode step {}: idle row {} of {} holds non-zero logits", step, row,
+                           rows));
+        }
+        continue;
+      }
+      compare(*live[row], row, step, logits);
+    }
+    return true;
+  }
+
+  // Row `row`'s logits against its case's golden and contract rows, and its KV's fill level.
+  void compare(const Sequence& seq, size_t row, uint32_t step, const std::vector<float>& logits) {
+    const calbin::GoldenCase& g = *seq.golden;
+    const uint64_t index = g.prompt_len + step;
+    const std::string where = fmt::format("case {} in row {}, decode step {}", g.name, row, step);
+    const Comparison c = compare_decode(logits, g, step, top_k_);
+    std::optional<Comparison> reference;
+    if (const auto contract_logits = contract_row(g, index, logits.size())) {
+      reference = compare_decode(*contract_logits, g, step, top_k_);
+    }
+    decode_.add(c.cosine, c.max_abs_error, c.top_k_overlap);
+    decode_.add_bias(c.gain, c.rel_rms);
+    const bool decisive = c.golden_margin > s_.options.thresholds.tie_margin;
+    decode_.add_greedy(c.argmax == c.expected_argmax, decisive);
+    const Thresholds& t = s_.options.thresholds;
+    std::vector<std::string> why =
+        reference && t.scale_fp32_gates
+            ? shortfalls(c, scaled_by_reference(t, Fp32Distance::of(*reference)), &*reference)
+            : shortfalls(c, t);
+    if (!why.empty() && c.argmax != c.expected_argmax) why.pop_back();  // judged as a rate
+    for (const std::string& reason : why) fail(where + ": " + reason);
+    if (const auto contract_logits = contract_row(g, index, logits.size())) {
+      const ContractComparison cc = compare_contract(logits, *contract_logits);
+      contract_.add(cc, contract_logits->size());
+      if (!(cc.ulps <= t.max_contract_ulps)) {
+        fail(
+            fmt::format("{}: {:.1f} BF16 ULPs from the device-contract reference > {} (logit "
+                        "{}: device {} vs contract {})",
+                        where, cc.ulps, t.max_contract_ulps, cc.worst_id, cc.device, cc.contract));
+      }
+    }
+    const uint32_t filled = seq.kv.info().filled_tokens;
+    if (filled != index + 1) {
+      fail(fmt::format("{}: its KV fill level is {} after the step, not {}", where, filled,
+                       index + 1));
+    }
+  }
+
+  bool run_job(ModelIo& io, const std::string& label) {
+    calrt::Job job = calrt::Job::submit(s_.calbin, io.name(), io.input, io.output);
+    if (job.wait(s_.timeout()) == calrt::WaitResult::not_ready) {
+      job.cancel();
+      fail(fmt::format("{}: job did not finish within {} ms (timed out, cancelled)", label,
+                       s_.options.timeout_ms));
+      return false;
+    }
+    const calrt::JobStatus status = job.status();
+    if (status.state != calrt::JobState::completed) {
+      fail(fmt::format("{}: job {}: {} ({}): {}", label, calrt::to_string(status.state),
+                       calrt::code_name(status.code), calrt::to_string(status.fault_class()),
+                       status.message));
+      return false;
+    }
+    return true;
+  }
+
+  void fail(std::string message) {
+    if (++failures_ <= kMaxFailures) {
+      step_.fail(std::move(message));
+    } else if (failures_ == kMaxFailures + 1) {
+      step_.fail("further failures of this step are left out");
+    }
+  }
+
+  Session& s_;
+  const size_t top_k_;
+  StepResult step_;
+  MetricSummary decode_;
+  ContractSummary contract_;
+  uint64_t expected_rows_ = 0;
+  uint64_t submissions_ = 0;
+  size_t failures_ = 0;
+};
+
+}  // namespace
+
+StepResult step_batch(Session& session) { return BatchRunner(session).run(); }
+
+}  // namespace runner
