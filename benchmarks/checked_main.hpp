@@ -48,4 +48,16 @@ inline size_t run_benchmarks_checked() {
   return reporter.failed().size();
 }
 
+// The whole main() of a benchmark program with nothing of its own to set up: exit 2 on an
+// unknown flag, 1 when a benchmark failed, else 0.
+inline int checked_main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 2;
+  }
+  const size_t failed = run_benchmarks_checked();
+  benchmark::Shutdown();
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace calrt_bench

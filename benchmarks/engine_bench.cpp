@@ -119,12 +119,4 @@ BENCHMARK(BM_EventQueue)->ArgName("depth")->Arg(4)->Arg(64)->Arg(1024);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
-    return 2;
-  }
-  const size_t failed = calrt_bench::run_benchmarks_checked();
-  benchmark::Shutdown();
-  return failed == 0 ? 0 : 1;
-}
+int main(int argc, char** argv) { return calrt_bench::checked_main(argc, argv); }

@@ -8,7 +8,7 @@ packages=(
   libasio-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libconcurrentqueue-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev libexpected-dev
   python3-numpy libtinyxml2-dev mold pkgconf libxxhash-dev python3-dev pybind11-dev
-  python3-pytest
+  python3-pytest libeigen3-dev
 )
 
 missing=()

@@ -1,5 +1,7 @@
 #include "simdev/device/model/kernels.hpp"
 
+#include "simdev/device/model/kernels_eigen.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -51,8 +53,27 @@ int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) {
 
 }  // namespace
 
+bool eigen_available() {
+#if defined(CALRT_KERNELS_EIGEN_AVX2)
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
 void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
                  const float* w_scales, size_t out_features, float* out) {
+  if (rows >= kEigenMinRows && eigen_available()) {
+    eigen::int8_matmul(a, a_scales, rows, in, w, w_scales, out_features, out);
+  } else {
+    int8_matmul_reference(a, a_scales, rows, in, w, w_scales, out_features, out);
+  }
+}
+
+void int8_matmul_reference(const int8_t* a, const float* a_scales, size_t rows, size_t in,
+                           const int8_t* w, const float* w_scales, size_t out_features,
+                           float* out) {
   for (size_t r = 0; r < rows; ++r) {
     const int8_t* a_row = a + r * in;
     float* dst = out + r * out_features;

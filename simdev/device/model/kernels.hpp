@@ -16,9 +16,17 @@ void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_
 // clamped to [-127, 127]. A zero row gets scale 0 and zero values.
 void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales);
 
-// out[r][o] = (sum_i a[r][i] * w[o][i]) * a_scale[r] * w_scale[o], int32 accumulation.
+// out[r][o] = (sum_i a[r][i] * w[o][i]) * a_scale[r] * w_scale[o], int32 accumulation. Many
+// rows go through Eigen's GEMM where the CPU allows (kernels_eigen.hpp), with the same result
+// bit for bit; the reference loops are int8_matmul_reference.
 void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
                  const float* w_scales, size_t out_features, float* out);
+void int8_matmul_reference(const int8_t* a, const float* a_scales, size_t rows, size_t in,
+                           const int8_t* w, const float* w_scales, size_t out_features, float* out);
+// Whether this build has the Eigen kernel and this CPU runs it (AVX2 and FMA).
+bool eigen_available();
+// Rows from which int8_matmul takes the Eigen kernel (benchmarks/README.md has the figures).
+inline constexpr size_t kEigenMinRows = 8;
 
 // w4af16 (calbin/MODEL.md): x16 holds the activation rows already rounded to BF16; w holds
 // int4 values one per byte, scales [out][in / group]. Per output, each group's exact products

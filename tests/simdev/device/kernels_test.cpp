@@ -1,6 +1,7 @@
 // The device kernels against straightforward loops written from the MODEL.md formulas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -101,6 +102,48 @@ TEST(Kernels, Int8MatmulMatchesNaiveLoop) {
         acc += int64_t{a[r * in + i]} * w[o * in + i];
       }
       EXPECT_FLOAT_EQ(result[r * out + o], float(acc) * a_scales[r] * w_scales[o]);
+    }
+  }
+}
+
+// The Eigen GEMM path (kernels_eigen.hpp) gives the reference loops' result bit for bit, at
+// the exactness bound and past it: inputs of every length around the 1024-input blocks, rows
+// around the dispatch threshold, and the largest products (-128 weights against -127 and 127
+// activations), whose per-block sums reach 2^24. Negative control, run by hand: blocks of 4096
+// inputs fail. Blocks of 2048 still pass here, by luck of parity: Eigen adds partial sums of an
+// even count of odd products, which are even, and even integers are exact up to 2^25; the
+// 1024 bound is the one that holds whatever order the GEMM adds in.
+TEST(Kernels, Int8MatmulThroughEigenIsTheReferenceBitForBit) {
+  if (!eigen_available()) {
+    GTEST_SKIP() << "this build or CPU has no Eigen int8 kernel (needs x86-64 AVX2 and FMA)";
+  }
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-128, 127);
+  for (const size_t in : {1, 7, 1023, 1024, 1025, 3072, 4100}) {
+    for (const size_t rows : {kEigenMinRows, kEigenMinRows + 1, size_t{64}}) {
+      const size_t out = 33;
+      std::vector<int8_t> a(rows * in), w(out * in);
+      for (auto& v : a) v = static_cast<int8_t>(std::max(dist(rng), -127));
+      for (auto& v : w) v = static_cast<int8_t>(dist(rng));
+      // Rows 0-3 against outputs 0-7 at the extremes: activations of -127 or 127, weights of
+      // -128 (even products) or of 125 or 127 (odd products) at random. A sum of odd products
+      // is exact in FP32 only up to 2^24, which is what the block size keeps to; 32 such sums
+      // make it near certain that one of them is odd where a longer block would round it.
+      for (size_t i = 0; i < in; ++i) {
+        for (size_t r = 0; r < 4; ++r) a[r * in + i] = static_cast<int8_t>(r % 2 == 0 ? -127 : 127);
+        w[i] = -128;
+        for (size_t o = 1; o < 8; ++o) {
+          w[o * in + i] = static_cast<int8_t>(dist(rng) % 2 == 0 ? 125 : 127);
+        }
+      }
+      const auto a_scales = random_floats(rows, 12);
+      const auto w_scales = random_floats(out, 13);
+      std::vector<float> fast(rows * out), reference(rows * out);
+      int8_matmul(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out, fast.data());
+      int8_matmul_reference(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out,
+                            reference.data());
+      ASSERT_EQ(0, std::memcmp(fast.data(), reference.data(), fast.size() * sizeof(float)))
+          << "in " << in << ", rows " << rows;
     }
   }
 }
