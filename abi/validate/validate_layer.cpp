@@ -173,6 +173,9 @@ struct Mapping {
 struct ModelCsrs {
   std::optional<uint32_t> past;  // index of past_kv_cur_seq_len
   std::optional<uint32_t> cur;   // index of cur_seq_len
+  // A decode of a calbin with batch > 1: cur_seq_len counts rows and each row's past is its
+  // position (calrt.h, Kv_Apply), so the sequence checks of one KV do not apply.
+  bool batch_rows = false;
 };
 
 struct CalbinState {
@@ -297,6 +300,8 @@ class LayerImpl final : public Layer {
   std::optional<CalrtJobState> inner_job_state(CalrtJob* job) const;
   ModelCsrs model_csrs(CalrtCalbin* calbin, const std::string& model);
   std::optional<uint32_t> calbin_context(CalrtCalbin* calbin);
+  // Whether `model` is the decode of a calbin with batch > 1 (asks the inner runtime).
+  bool is_batch_decode(CalrtCalbin* calbin, const std::string& model);
   void forget_calbin_children(CalrtCalbin* calbin);
   // Drops every pointer the layer keeps into the storage of the buffers `doomed` selects
   // (their stale mappings and the in-flight jobs' snapshots of them). Called with mutex_
@@ -583,11 +588,35 @@ ModelCsrs LayerImpl::model_csrs(CalrtCalbin* calbin, const std::string& model) {
       }
     }
   }
+  found.batch_rows = is_batch_decode(calbin, model);
   const std::lock_guard lock(mutex_);
   if (auto it = calbins_.find(calbin); it != calbins_.end()) {
     it->second.models[model] = found;
   }
   return found;
+}
+
+bool LayerImpl::is_batch_decode(CalrtCalbin* calbin, const std::string& model) {
+  if (!VALIDATE_HAS(inner_, Calbin_GetInfo) || !VALIDATE_HAS(inner_, Calbin_GetModel)) {
+    return false;
+  }
+  auto info = make_args<Calrt_Calbin_GetInfo_Args>(CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE);
+  info.calbin = calbin;
+  if (CalrtError* error = inner_->Calbin_GetInfo(&info)) {
+    delete as_layer_error(adopt(error));
+    return false;
+  }
+  for (uint32_t index = 0; info.batch > 1 && index < info.model_count; ++index) {
+    auto args = make_args<Calrt_Calbin_GetModel_Args>(CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE);
+    args.calbin = calbin;
+    args.model_index = index;
+    if (CalrtError* error = inner_->Calbin_GetModel(&args)) {
+      delete as_layer_error(adopt(error));
+      return false;
+    }
+    if (args.name != nullptr && model == args.name) return args.type == CALRT_MODEL_DECODE;
+  }
+  return false;
 }
 
 std::optional<uint32_t> LayerImpl::calbin_context(CalrtCalbin* calbin) {
@@ -1107,7 +1136,7 @@ CalrtError* LayerImpl::Job_Submit(Calrt_Job_Submit_Args* args) {
     call.in["output"] = VALIDATE_ID("buffer", args->output);
     auto in = buffers_.find(args->input);
     if (in != buffers_.end() && in->second.input && in->second.kv != nullptr && csrs.past &&
-        csrs.cur) {
+        csrs.cur && !csrs.batch_rows) {
       kv = in->second.kv;
       auto k = kvs_.find(kv);
       if (k != kvs_.end()) {

@@ -115,11 +115,36 @@ void kv_fill_and_clear(ClauseContext& ctx) {
                       cleared.filled_tokens, cleared.capacity_tokens, filled.capacity_tokens));
 }
 
-CallOutcome apply(ClauseContext& ctx, CalrtKv* kv, CalrtBuffer* buffer) {
+CallOutcome apply(ClauseContext& ctx, CalrtKv* kv, CalrtBuffer* buffer, uint32_t row = 0) {
   auto args = args_of<Calrt_Kv_Apply_Args>();
   args.kv = kv;
   args.input = buffer;
+  args.row = row;
   return CONF_CALL(ctx, Kv_Apply, args);
+}
+
+// Rows (calrt.h, Kv_Apply): a prefill's input has row 0 only, a decode's the calbin's batch of
+// rows. A row past them is refused, or a runtime that binds it to row 0 would decode another
+// sequence's KV in a batch.
+void kv_rows(ClauseContext& ctx) {
+  Fixture f = ctx.fixture(Setup::ready);
+  expect_code(apply(ctx, f.kv.get(), f.prefill.input.get(), 1), CALRT_INVALID_ARGUMENT,
+              "Kv_Apply to row 1 of a prefill's input");
+  const std::vector<calrt::ModelDesc> models = f.calbin.models();
+  if (std::none_of(models.begin(), models.end(),
+                   [](const auto& m) { return m.type == calrt::ModelType::decode; })) {
+    return;  // no decode model: no rows past row 0
+  }
+  ModelIo decode = ctx.model_io(f, calrt::ModelType::decode);
+  const uint32_t batch = std::max<uint32_t>(f.info.batch, 1);
+  expect_code(
+      apply(ctx, f.kv.get(), decode.input.get(), batch), CALRT_INVALID_ARGUMENT,
+      fmt::format("Kv_Apply to row {} of the decode input of a batch-{} calbin", batch, batch));
+  expect_code(apply(ctx, f.kv.get(), decode.input.get(), UINT32_MAX), CALRT_INVALID_ARGUMENT,
+              "Kv_Apply to row 2^32 - 1");
+  const CallOutcome last = apply(ctx, f.kv.get(), decode.input.get(), batch - 1);
+  require(last.ok(), fmt::format("Kv_Apply to the last row, {}, of the decode input: {} {}",
+                                 batch - 1, calrt::code_name(last.code), last.message));
 }
 
 void kv_freed_and_busy(ClauseContext& ctx) {
@@ -219,6 +244,7 @@ std::vector<Clause> clauses_kv() {
       {"KV.5", "KV", "fill level and clear", kv_fill_and_clear},
       {"KV.6", "KV", "freed and busy KV", kv_freed_and_busy},
       {"KV.7", "KV", "partial allocation and fragmentation", kv_partial_and_fragmented},
+      {"KV.8", "KV", "rows of Kv_Apply", kv_rows},
   };
 }
 

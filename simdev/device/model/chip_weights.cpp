@@ -39,9 +39,11 @@ struct Loader {
                 "weight \"" + name + "\" has no shard for chip " + std::to_string(chip));
   }
 
-  // Reads count bytes at offset of a calbin file, checking the range lies inside it.
-  Expected<std::vector<uint8_t>> read(const std::string& what, const std::string& file,
-                                      uint64_t offset, uint64_t count) {
+  // Reads count bytes at offset of a calbin file, checking the range lies inside it, as
+  // count / sizeof(T) values of T (the caller has checked that the size divides).
+  template <class T = uint8_t>
+  Expected<std::vector<T>> read(const std::string& what, const std::string& file, uint64_t offset,
+                                uint64_t count) {
     auto path = calbin::resolve_inside(dir, file);
     if (!path) {
       return fail(CALRT_CALBIN_INVALID, what + ": " + path.error().to_string());
@@ -53,7 +55,7 @@ struct Loader {
                                             std::to_string(offset + count) + ") leaves file \"" +
                                             file + "\" of " + std::to_string(size) + " bytes");
     }
-    std::vector<uint8_t> data(count);
+    std::vector<T> data(count / sizeof(T));
     std::ifstream in(*path, std::ios::binary);
     in.seekg(static_cast<std::streamoff>(offset));
     in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count));
@@ -95,7 +97,22 @@ struct Loader {
     return {};
   }
 
+  // A BF16 weight widened to FP32.
   Expected<std::vector<float>> bf16(const std::string& name, int axis, size_t rows, size_t cols) {
+    auto bits = bf16_bits(name, axis, rows, cols);
+    if (!bits) {
+      return tl::unexpected(bits.error());
+    }
+    std::vector<float> values(bits->size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = calbin::bf16_to_f32((*bits)[i]);
+    }
+    return values;
+  }
+
+  // A BF16 weight as stored (little-endian, as every target of the simulator is).
+  Expected<std::vector<uint16_t>> bf16_bits(const std::string& name, int axis, size_t rows,
+                                            size_t cols) {
     auto w = find(name);
     if (!w) {
       return tl::unexpected(w.error());
@@ -108,17 +125,7 @@ struct Loader {
                                             std::to_string(rows * cols * 2) + " bytes, got " +
                                             std::to_string((*w)->bytes));
     }
-    auto raw = read("weight \"" + name + "\"", (*w)->file, (*w)->offset, (*w)->bytes);
-    if (!raw) {
-      return tl::unexpected(raw.error());
-    }
-    std::vector<float> values(rows * cols);
-    for (size_t i = 0; i < values.size(); ++i) {
-      uint16_t bits = 0;
-      std::memcpy(&bits, raw->data() + 2 * i, 2);
-      values[i] = calbin::bf16_to_f32(bits);
-    }
-    return values;
+    return read<uint16_t>("weight \"" + name + "\"", (*w)->file, (*w)->offset, (*w)->bytes);
   }
 
   Expected<Int8Matrix> int8(const std::string& name, int axis, size_t rows, size_t cols) {
@@ -252,7 +259,7 @@ Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
   Loader loader{calbin_dir, manifest, dims, chip, swap_nibbles};
   ChipWeights weights;
   weights.chip = chip;
-  SIMDEV_ASSIGN(weights.embedding, loader.bf16("tok_embeddings", -1, dims.vocab, dims.hidden));
+  SIMDEV_ASSIGN(weights.embedding, loader.bf16_bits("tok_embeddings", -1, dims.vocab, dims.hidden));
   SIMDEV_ASSIGN(weights.final_norm, loader.bf16("final_norm", -1, 1, dims.hidden));
   SIMDEV_ASSIGN(weights.lm_head, loader.bf16("lm_head", 0, dims.vocab_local(), dims.hidden));
   for (size_t l = 0; l < dims.layers; ++l) {

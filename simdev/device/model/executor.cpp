@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "calbin/bf16.hpp"
+
 #include "simdev/device/model/chiplet.hpp"
 
 namespace simdev {
@@ -39,8 +41,8 @@ std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> 
   const size_t hidden = dims.hidden;
   std::vector<float> x(rows * hidden);
   for (size_t r = 0; r < rows; ++r) {
-    const float* row = &chips[0].embedding[static_cast<size_t>(request.tokens[r]) * hidden];
-    std::copy(row, row + hidden, &x[r * hidden]);
+    const uint16_t* row = &chips[0].embedding[static_cast<size_t>(request.tokens[r]) * hidden];
+    for (size_t i = 0; i < hidden; ++i) x[r * hidden + i] = calbin::bf16_to_f32(row[i]);
   }
   scratch.resize(chips.size());
   std::vector<Chiplet> chiplets;

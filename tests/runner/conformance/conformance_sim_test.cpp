@@ -69,7 +69,7 @@ TEST(ConformanceSim, OnlySelectsByPrefix) {
     ids.push_back(r.id);
   }
   EXPECT_EQ(ids, (std::vector<std::string>{"JOB.4", "KV.1", "KV.2", "KV.3", "KV.4", "KV.5", "KV.6",
-                                           "KV.7"}));
+                                           "KV.7", "KV.8"}));
   EXPECT_EQ(streamed, ids);
 }
 

@@ -1251,6 +1251,13 @@ void apply_kv_clear_ignored(CalrtApi& table) {
   table.Kv_Clear = [](Calrt_Kv_Clear_Args*) -> CalrtError* { return nullptr; };
 }
 
+void apply_kv_apply_any_row(CalrtApi& table) {
+  table.Kv_Apply = [](Calrt_Kv_Apply_Args* args) -> CalrtError* {
+    if (args != nullptr && args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE) args->row = 0;
+    return sim().Kv_Apply(args);
+  };
+}
+
 void apply_kv_apply_unchecked(CalrtApi& table) {
   table.Kv_Apply = [](Calrt_Kv_Apply_Args* args) -> CalrtError* {
     return swallow(swallow(sim().Kv_Apply(args), CALRT_INVALID_HANDLE), CALRT_INVALID_ARGUMENT);
@@ -1488,6 +1495,8 @@ constexpr std::array kDefinitions = {
     Definition{
         {"kv-apply-unchecked", "INVALID_HANDLE and INVALID_ARGUMENT of Kv_Apply: it succeeds"},
         &apply_kv_apply_unchecked},
+    Definition{{"kv-apply-any-row", "Kv_Apply: any row binds the handle to row 0"},
+               &apply_kv_apply_any_row},
     Definition{{"reset-escalates", "Device_Reset(JOB_ABORT): resets the chips"},
                &apply_reset_escalates},
     Definition{{"reset-downgrades", "Device_Reset(CHIP, FULL): resets only the cores"},

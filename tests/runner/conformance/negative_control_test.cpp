@@ -154,6 +154,7 @@ const std::vector<Breaker>& breakers() {
       {"KV.4", "kv-rounds-up"},
       {"KV.5", "kv-clear-ignored"},
       {"KV.6", "kv-apply-unchecked"},
+      {"KV.8", "kv-apply-any-row"},
       {"VER.7", "zero-outs-unwritten"},
       {"CSR.4", "past-kv-ignored"},
       {"CSR.4", "cur-seq-len-corrected"},
@@ -340,7 +341,7 @@ TEST(ClauseTable, TheForwardingTableItselfPassesEverything) {
 TEST(ClauseTable, QuickMutationsFailExactlyTheirClauses) {
   for (const char* mutation :
        {"zero-outs-unwritten", "kv-shrinks", "kv-free-is-largest", "error-destroy-leaks",
-        "status-null-firmware", "past-kv-ignored", "cur-seq-len-corrected"}) {
+        "status-null-firmware", "past-kv-ignored", "cur-seq-len-corrected", "kv-apply-any-row"}) {
     std::set<std::string> expected;
     for (const Breaker& breaker : breakers()) {
       if (breaker.mutation == mutation) expected.insert(breaker.clause);
