@@ -52,11 +52,19 @@ class BatchRunner {
       fail(error.what());
     }
     const double contract = contract_.rows > 0 ? contract_.max_ulps : 0.0;
-    step_.summary = fmt::format(
-        "{} cases in {} group(s) of up to {} rows, {} decode submissions: {} rows, cosine min "
-        "{:.6f}, greedy {}/{}, contract max {:.1f} ULPs over {} rows, idle rows zero",
-        cases, groups, batch, submissions_, decode_.compared, decode_.cosine_min,
-        decode_.greedy_agree, decode_.greedy_total, contract, contract_.rows);
+    // Nothing compared is said as such, never as a perfect cosine.
+    step_.summary =
+        decode_.compared == 0
+            ? fmt::format(
+                  "{} cases, {} group(s) of up to {} rows, {} decode submissions: no row "
+                  "compared",
+                  cases, groups, batch, submissions_)
+            : fmt::format(
+                  "{} cases in {} group(s) of up to {} rows, {} decode submissions: {} "
+                  "rows, cosine min {:.6f}, greedy {}/{}, contract max {:.1f} ULPs over {} "
+                  "rows, idle rows zero",
+                  cases, groups, batch, submissions_, decode_.compared, decode_.cosine_min,
+                  decode_.greedy_agree, decode_.greedy_total, contract, contract_.rows);
     const Thresholds& t = s_.options.thresholds;
     if (decode_.greedy_total > 0 && !(decode_.greedy_rate() >= t.min_greedy)) {
       fail(fmt::format("greedy agreement {}/{} = {:.4f} < {:.4g} over the batch rows",
