@@ -68,12 +68,6 @@ struct RowPlan {
   int32_t position = 0;
 };
 
-Expected<std::vector<RowPlan>> plan_rows(const calbin::Manifest& manifest,
-                                         const calbin::Model& model,
-                                         const std::vector<uint64_t>& csrs,
-                                         const TensorBytes& input,
-                                         const std::vector<KvHandle*>& kvs);
-
 Expected<StepPlan> plan_step(const calbin::Manifest& manifest, const calbin::Model& model,
                              const std::vector<uint64_t>& csrs, const KvHandle& kv) {
   StepPlan plan;

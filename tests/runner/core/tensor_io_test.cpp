@@ -147,12 +147,18 @@ TEST(TensorIo, InconsistentDescriptorsAreErrors) {
   EXPECT_THROW(runner::read_row_f32(short_map, desc), std::runtime_error);
 }
 
-TEST(TensorIo, WritesRowZeroAndZeroesTheRest) {
+// A row-major int32 "tokens" tensor of rows x cols.
+calrt::TensorDesc int32_tokens(int64_t rows, int64_t cols) {
   calrt::TensorDesc desc;
   desc.name = "tokens";
   desc.dtype = calrt::Dtype::int32;
-  desc.shape = {1, 6};
-  desc.bytes = 24;
+  desc.shape = {rows, cols};
+  desc.bytes = static_cast<uint64_t>(rows * cols) * sizeof(int32_t);
+  return desc;
+}
+
+TEST(TensorIo, WritesRowZeroAndZeroesTheRest) {
+  const calrt::TensorDesc desc = int32_tokens(1, 6);
   std::vector<std::byte> bytes(24, std::byte{0xFF});
   const std::vector<int32_t> values = {7, 8, 9};
   runner::write_row_i32(bytes, desc, values);
@@ -164,6 +170,28 @@ TEST(TensorIo, WritesRowZeroAndZeroesTheRest) {
   EXPECT_EQ(out[5], 0);
   const std::vector<int32_t> too_many(7, 1);
   EXPECT_THROW(runner::write_row_i32(bytes, desc, too_many), std::runtime_error);
+}
+
+// A batch decode's tokens, [batch, 1]: one value per row, the rest zero; more values than
+// rows is refused naming the tensor.
+TEST(TensorIo, WritesAColumnAndZeroesTheRest) {
+  const calrt::TensorDesc desc = int32_tokens(4, 1);
+  std::vector<std::byte> bytes(16, std::byte{0xFF});
+  runner::write_column_i32(bytes, desc, std::vector<int32_t>{5, 6});
+  int32_t out[4];
+  std::memcpy(out, bytes.data(), sizeof(out));
+  EXPECT_EQ(out[0], 5);
+  EXPECT_EQ(out[1], 6);
+  EXPECT_EQ(out[2], 0);
+  EXPECT_EQ(out[3], 0);
+  try {
+    runner::write_column_i32(bytes, desc, std::vector<int32_t>(5, 1));
+    ADD_FAILURE() << "five values for four rows were written";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("tokens"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("5 values for a column of 4"), std::string::npos)
+        << error.what();
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -141,6 +141,14 @@ calrt::Error error_of(const std::function<void()>& call) {
   return calrt::Error(CALRT_OK, "", "");
 }
 
+// A decode submission the device refuses: its code, and the words that name the row.
+void expect_submit_refused(Batch& b, CalrtCode code, const std::string& words) {
+  const calrt::Error error = error_of(
+      [&] { (void)calrt::Job::submit(b.calbin, b.decode.name, b.decode_in, b.decode_out); });
+  EXPECT_EQ(error.code(), code) << error.what();
+  EXPECT_NE(std::string(error.what()).find(words), std::string::npos) << error.what();
+}
+
 TEST(BatchDecode, TheCalbinDescribesRowsOfItsOwn) {
   Batch b;
   EXPECT_EQ(b.info.batch, kBatch);
@@ -246,33 +254,22 @@ TEST(BatchDecode, RowMisuseIsRefusedNamingTheRow) {
   Batch::write(b.decode_in, 0, {1, 2});
   Batch::write(b.decode_in, 1, {0, 0});
   b.decode_in.set_csr(0, 2);
-  const calrt::Error shared = error_of(
-      [&] { (void)calrt::Job::submit(b.calbin, b.decode.name, b.decode_in, b.decode_out); });
-  EXPECT_EQ(shared.code(), CALRT_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(shared.what()).find("serves rows 0 and 1"), std::string::npos)
-      << shared.what();
+  expect_submit_refused(b, CALRT_INVALID_ARGUMENT, "serves rows 0 and 1");
 
   // A live row with no handle.
   c.apply(b.decode_in, 1);
   b.decode_in.set_csr(0, 3);
-  const calrt::Error missing = error_of(
-      [&] { (void)calrt::Job::submit(b.calbin, b.decode.name, b.decode_in, b.decode_out); });
-  EXPECT_EQ(missing.code(), CALRT_WRONG_STATE);
-  EXPECT_NE(std::string(missing.what()).find("row 2 has no KV handle applied"), std::string::npos)
-      << missing.what();
+  expect_submit_refused(b, CALRT_WRONG_STATE, "row 2 has no KV handle applied");
 
-  // cur_seq_len past the batch: the job fails when it starts, naming the CSR.
-  b.decode_in.set_csr(0, 2);
-  calrt::JobStatus status;
+  // cur_seq_len past the batch: refused while rows lack handles; with every row handled, the
+  // job fails when it starts, naming the CSR.
   b.decode_in.set_csr(0, 5);
-  const calrt::Error too_many = error_of(
-      [&] { (void)calrt::Job::submit(b.calbin, b.decode.name, b.decode_in, b.decode_out); });
-  EXPECT_EQ(too_many.code(), CALRT_WRONG_STATE) << "rows 2 and 3 have no handle";
+  expect_submit_refused(b, CALRT_WRONG_STATE, "row 2 has no KV handle applied");
   calrt::Kv d = calrt::Kv::allocate(b.calbin, 32);
   calrt::Kv e = calrt::Kv::allocate(b.calbin, 32);
   d.apply(b.decode_in, 2);
   e.apply(b.decode_in, 3);
-  status = b.run(b.decode, b.decode_in, b.decode_out);
+  calrt::JobStatus status = b.run(b.decode, b.decode_in, b.decode_out);
   EXPECT_EQ(status.state, calrt::JobState::failed);
   EXPECT_EQ(status.code, CALRT_OUT_OF_RANGE);
   EXPECT_NE(status.message.find("outside [1, 4] rows"), std::string::npos) << status.message;
