@@ -32,7 +32,7 @@ DEVICE_MUTANTS = ["logits_scale", "q_norm_ignored", "k_norm_ignored", "rope_inte
                   "rope_theta", "rms_eps", "kv_slot_off", "lm_head_swapped", "act_per_tensor",
                   "attn_unscaled", "silu_as_relu", "kv_truncated", "gqa_mapping", "v_cache_bf16",
                   "router_unnormalised", "expert_weights_reversed", "int4_nibbles_swapped",
-                  "batch_rows_rotated"]
+                  "batch_rows_rotated", "batch_pads_kept"]
 RUNNER_MUTANTS = ["runner:past-kv", "runner:position", "runner:stale-kv", "runner:tile16"]
 # Where the smoke must localise each mutant with its layer probes (the first point whose run
 # mean leaves the contract): the op each one changes first.
@@ -50,6 +50,7 @@ EXPECTED_PLACE.update({
     # Fails in the batch step (10) only: every case alone in row 0 (steps 5-7) is untouched,
     # so the probes of those rows find nothing to localise.
     "batch_rows_rotated": None,
+    "batch_pads_kept": None,
 })
 # Per model: a batch decode reads each row's past from its position (calrt.h, Kv_Apply), so a
 # runner that sets past_kv_cur_seq_len one too far changes no number there; the smoke fails it
@@ -80,6 +81,7 @@ for name in INVISIBLE:
         INVISIBLE[name]["int4_nibbles_swapped"] = "it has no int4 weights"
     if "batch" not in name:
         INVISIBLE[name]["batch_rows_rotated"] = "its decode has one row"
+        INVISIBLE[name]["batch_pads_kept"] = "its decode has one row"
 
 
 def seeds_of(text):

@@ -2,8 +2,11 @@
 // sequence per row of the decode model (calrt.h, Kv_Apply). Steps 5-7 ran every case alone in
 // row 0; here each row must still meet its own case's golden and contract rows while the
 // other rows hold other sequences, so a device whose rows leak into each other (a shared KV,
-// rows written to the wrong place) fails. Cases of different lengths leave the batch as they
-// finish, and the remaining rows are applied again from row 0, as a serving loop does.
+// rows written to the wrong place) fails. A group's cases leave the batch one step apart,
+// the first case first, and the remaining rows are applied again from row 0, as a serving
+// loop does: every group thus moves its sequences to other rows and leaves rows idle, which
+// must read zero. (Golden cases all decode the same number of steps; left to themselves
+// they would leave together and no row would ever move or idle.)
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -25,6 +28,7 @@ constexpr size_t kMaxFailures = 6;
 
 struct Sequence {
   const calbin::GoldenCase* golden = nullptr;
+  uint32_t steps = 0;  // decode steps in the batch: case i of n leaves n - 1 - i steps early
   calrt::Kv kv;
 };
 
@@ -42,8 +46,14 @@ class BatchRunner {
     try {
       for (size_t first = 0; first < cases; first += batch) {
         std::vector<Sequence> group;
-        for (size_t i = first; i < std::min<size_t>(cases, first + batch); ++i) {
-          group.push_back({&s_.inputs.golden_case(i), {}});
+        const size_t last = std::min<size_t>(cases, first + batch);
+        for (size_t i = first; i < last; ++i) {
+          const calbin::GoldenCase& g = s_.inputs.golden_case(i);
+          const auto early = static_cast<uint32_t>(last - 1 - i);
+          // At least one step each; a case of one step cannot leave early.
+          const uint32_t steps = g.decode_steps > early ? g.decode_steps - early
+                                                        : std::min<uint32_t>(g.decode_steps, 1);
+          group.push_back({&g, steps, {}});
         }
         ++groups;
         if (!run_group(group)) break;
@@ -62,9 +72,9 @@ class BatchRunner {
             : fmt::format(
                   "{} cases in {} group(s) of up to {} rows, {} decode submissions: {} "
                   "rows, cosine min {:.6f}, greedy {}/{}, contract max {:.1f} ULPs over {} "
-                  "rows, idle rows zero",
+                  "rows, {} idle rows checked",
                   cases, groups, batch, submissions_, decode_.compared, decode_.cosine_min,
-                  decode_.greedy_agree, decode_.greedy_total, contract, contract_.rows);
+                  decode_.greedy_agree, decode_.greedy_total, contract, contract_.rows, idle_rows_);
     const Thresholds& t = s_.options.thresholds;
     if (decode_.greedy_total > 0 && !(decode_.greedy_rate() >= t.min_greedy)) {
       fail(fmt::format("greedy agreement {}/{} = {:.4f} < {:.4g} over the batch rows",
@@ -82,7 +92,8 @@ class BatchRunner {
                      {"greedy_agree", decode_.greedy_agree},
                      {"greedy_total", decode_.greedy_total},
                      {"contract_max_ulps", contract},
-                     {"contract_rows", contract_.rows}};
+                     {"contract_rows", contract_.rows},
+                     {"idle_rows_checked", idle_rows_}};
     step_.wall_ms = wall.elapsed_ms();
     return std::move(step_);
   }
@@ -93,8 +104,8 @@ class BatchRunner {
     uint32_t steps = 0;
     for (Sequence& seq : group) {
       const calbin::GoldenCase& g = *seq.golden;
-      expected_rows_ += g.decode_steps;
-      steps = std::max(steps, g.decode_steps);
+      expected_rows_ += seq.steps;
+      steps = std::max(steps, seq.steps);
       seq.kv = calrt::Kv::allocate(s_.calbin, kv_tokens_for(g, s_.info.context));
       seq.kv.apply(s_.prefill.input);
       if (!prefill(seq)) return false;
@@ -102,7 +113,7 @@ class BatchRunner {
     for (uint32_t step = 0; step < steps; ++step) {
       std::vector<Sequence*> live;
       for (Sequence& seq : group) {
-        if (step < seq.golden->decode_steps) live.push_back(&seq);
+        if (step < seq.steps) live.push_back(&seq);
       }
       if (!decode(live, step)) return false;
     }
@@ -150,6 +161,7 @@ class BatchRunner {
     for (size_t row = 0; row < rows; ++row) {
       const std::vector<float> logits = read_row_f32(map.bytes(), layout, row);
       if (row >= live.size()) {
+        ++idle_rows_;
         if (std::any_of(logits.begin(), logits.end(), [](float v) { return v != 0.0f; })) {
           fail(fmt::format("decode step {}: idle row {} of {} holds non-zero logits", step, row,
                            rows));
@@ -232,6 +244,7 @@ class BatchRunner {
   ContractSummary contract_;
   uint64_t expected_rows_ = 0;
   uint64_t submissions_ = 0;
+  uint64_t idle_rows_ = 0;
   size_t failures_ = 0;
 };
 

@@ -187,6 +187,13 @@ Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& out
   if (mutant == NumericsMutant::batch_rows_rotated) {
     std::rotate(logits.begin(), logits.end() - 1, logits.end());
   }
+  if (mutant == NumericsMutant::batch_pads_kept && !logits.empty()) {
+    const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
+    const auto& shape = index ? model.outputs[*index].shape : std::vector<int64_t>{};
+    const auto batch = static_cast<size_t>(shape.empty() ? 0 : shape.front());
+    const std::vector<float> last = logits.back();
+    if (batch > logits.size()) logits.resize(batch, last);
+  }
   return write_logits(model, output, logits);
 }
 

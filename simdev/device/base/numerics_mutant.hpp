@@ -30,9 +30,12 @@ enum class NumericsMutant : uint8_t {
   expert_weights_reversed,  // MoE: a token's routing weights applied to its experts reversed
   int4_nibbles_swapped,     // w4af16: a byte's two weights read high nibble first
   batch_rows_rotated,       // batch decode: row r's logits written to row r + 1 (the last to 0)
+  batch_pads_kept,          // batch decode: the rows past cur_seq_len hold the last live row's
+                            // logits (a batch padded by repeating its last sequence, the pads
+                            // not cleared)
 };
 
-inline constexpr std::array<std::string_view, 19> kNumericsMutantNames = {"none",
+inline constexpr std::array<std::string_view, 20> kNumericsMutantNames = {"none",
                                                                           "logits_scale",
                                                                           "q_norm_ignored",
                                                                           "k_norm_ignored",
@@ -50,6 +53,7 @@ inline constexpr std::array<std::string_view, 19> kNumericsMutantNames = {"none"
                                                                           "router_unnormalised",
                                                                           "expert_weights_reversed",
                                                                           "int4_nibbles_swapped",
-                                                                          "batch_rows_rotated"};
+                                                                          "batch_rows_rotated",
+                                                                          "batch_pads_kept"};
 
 }  // namespace simdev

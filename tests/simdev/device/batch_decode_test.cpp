@@ -237,6 +237,20 @@ TEST(BatchDecode, RotatedRowsAreNotTheSequencesAlone) {
   EXPECT_EQ(rows[1], alone[0]) << "row 0's logits went to row 1";
 }
 
+// The negative control of the idle rows' zeros: a device that pads the batch with copies of
+// its last live row and leaves the pads (numerics_mutant=batch_pads_kept) shows them.
+TEST(BatchDecode, KeptPadsAreNotZero) {
+  Batch m("numerics_mutant=batch_pads_kept");
+  calrt::Kv kv = calrt::Kv::allocate(m.calbin, 64);
+  m.prefill_all(kv, row_prompt(6, m.info.vocab, 5));
+  kv.apply(m.decode_in, 0);
+  const auto rows = m.decode_rows({7}, {6});
+  ASSERT_NE(rows[0], std::vector<float>(m.info.vocab, 0.0f));
+  for (uint32_t idle = 1; idle < kBatch; ++idle) {
+    EXPECT_EQ(rows[idle], rows[0]) << "idle row " << idle << " should repeat row 0";
+  }
+}
+
 TEST(BatchDecode, RowMisuseIsRefusedNamingTheRow) {
   Batch b;
   calrt::Kv a = calrt::Kv::allocate(b.calbin, 32);

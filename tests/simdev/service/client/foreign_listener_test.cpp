@@ -1,6 +1,7 @@
 // The client refuses to talk to a listener of another user: in a directory others can write,
 // another uid may have bound the socket path first, and the client's hello (its name and
 // device config) would go to it. Needs root, to play the other user.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,14 +29,23 @@ constexpr uid_t kOtherUid = 65534;
 // A listener at `path` run by kOtherUid in a child process. Its exit status says what it
 // received from the one connection it accepts: 0 nothing (EOF), 1 bytes, 2 it could not set
 // up, 3 nobody connected within 10 s. Syscalls only in the child: the test has threads.
+// The constructor returns once the child listens (a byte on a pipe), not when the path
+// exists: a client connecting between bind() and listen() would be refused by the kernel
+// and never reach the check under test.
 class ForeignListener {
  public:
   explicit ForeignListener(const fs::path& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    int ready[2] = {-1, -1};
+    if (::pipe2(ready, O_CLOEXEC) != 0) {
+      ADD_FAILURE() << "pipe2: " << std::strerror(errno);
+      return;
+    }
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::close(ready[0]);
       if (::setresgid(kOtherUid, kOtherUid, kOtherUid) != 0 ||
           ::setresuid(kOtherUid, kOtherUid, kOtherUid) != 0) {
         ::_exit(2);
@@ -44,6 +55,9 @@ class ForeignListener {
           ::listen(listener, 4) != 0) {
         ::_exit(2);
       }
+      const char listening = 'L';
+      if (::write(ready[1], &listening, 1) != 1) ::_exit(2);
+      ::close(ready[1]);
       pollfd pfd{listener, POLLIN, 0};
       if (::poll(&pfd, 1, 10000) <= 0) ::_exit(3);
       const int fd = ::accept(listener, nullptr, nullptr);
@@ -53,9 +67,14 @@ class ForeignListener {
       char byte = 0;
       ::_exit(::recv(fd, &byte, 1, 0) > 0 ? 1 : 0);
     }
-    for (int i = 0; i < 200 && !fs::exists(path); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::close(ready[1]);
+    // Bounded: a child that fails its setup exits, and its end of the pipe closes with it.
+    pollfd pfd{ready[0], POLLIN, 0};
+    char byte = 0;
+    if (::poll(&pfd, 1, 10000) <= 0 || ::read(ready[0], &byte, 1) != 1) {
+      ADD_FAILURE() << "the foreign listener did not start listening";
     }
+    ::close(ready[0]);
   }
   ~ForeignListener() {
     if (pid_ > 0 && !reaped_) {
