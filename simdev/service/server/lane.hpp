@@ -29,9 +29,17 @@ class Lane {
  private:
   // Shared with the thread, so that a lane released from its own thread (see stop_and_join)
   // leaves the thread a valid queue to reach its stop marker in.
+  // moodycamel's semaphore spins up to 10000 times before it sleeps: a lane that has just
+  // gone idle burns a core that the io thread and the clients need (2 cores in CI). It sleeps
+  // at once instead. A decode step over the socket measured the same either way (1226-1292
+  // against 1252-1320 us, three alternating runs each, benchmarks/README.md), so nothing is
+  // given up for it.
+  struct QueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
+    static const int MAX_SEMA_SPINS = 0;
+  };
   struct State {
     std::string name;
-    moodycamel::BlockingConcurrentQueue<Work> queue;
+    moodycamel::BlockingConcurrentQueue<Work, QueueTraits> queue;
   };
   static void run(const std::shared_ptr<State>& state);
 
