@@ -76,6 +76,16 @@ StepResult step_batch(Session& session);
 void load_calbin_models(Session& session, StepResult& step);
 void create_model_buffers(Session& session, StepResult& step);
 
+// One job of `io`'s model, submitted and waited for within the session's timeout. `failure`
+// is empty when it completed; otherwise it says what happened, for a failure line (a job
+// still running at the timeout is cancelled first).
+struct FinishedJob {
+  calrt::Job job;
+  calrt::JobStatus status;
+  std::string failure;
+};
+FinishedJob run_model_job(Session& session, ModelIo& io);
+
 // Checks a model's I/O against what the runner expects from the LLM info; adds one failure
 // per mismatch naming model, tensor, field, expected and actual (session_expect.cpp).
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,

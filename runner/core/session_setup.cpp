@@ -185,6 +185,24 @@ void load_calbin_models(Session& s, StepResult& step) {
                          {"kv_dtype", calrt::to_string(s.info.kv_dtype)}}}});
 }
 
+FinishedJob run_model_job(Session& s, ModelIo& io) {
+  FinishedJob done;
+  done.job = calrt::Job::submit(s.calbin, io.name(), io.input, io.output);
+  if (done.job.wait(s.timeout()) == calrt::WaitResult::not_ready) {
+    done.job.cancel();
+    done.failure =
+        fmt::format("job did not finish within {} ms (timed out, cancelled)", s.options.timeout_ms);
+    return done;
+  }
+  done.status = done.job.status();
+  if (done.status.state != calrt::JobState::completed) {
+    done.failure = fmt::format("job {}: {} ({}): {}", calrt::to_string(done.status.state),
+                               calrt::code_name(done.status.code),
+                               calrt::to_string(done.status.fault_class()), done.status.message);
+  }
+  return done;
+}
+
 StepResult step_calbin(Session& s) {
   return run_guarded(2, "calbin", [&](StepResult& step) { load_calbin_models(s, step); });
 }

@@ -254,27 +254,15 @@ void CaseRunner::write_inputs(ModelIo& io, std::span<const int32_t> tokens, int3
 }
 
 std::optional<std::vector<float>> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
-  calrt::Job job = calrt::Job::submit(s_.calbin, io.name(), io.input, io.output);
-  if (job.wait(s_.timeout()) == calrt::WaitResult::not_ready) {
-    job.cancel();
-    fail(phase,
-         fmt::format("job did not finish within {} ms (timed out, cancelled)",
-                     s_.options.timeout_ms),
-         true);
-    return std::nullopt;
-  }
-  const calrt::JobStatus status = job.status();
-  if (status.state != calrt::JobState::completed) {
-    fail(phase,
-         fmt::format("job {}: {} ({}): {}", calrt::to_string(status.state),
-                     calrt::code_name(status.code), calrt::to_string(status.fault_class()),
-                     status.message),
-         true);
+  const FinishedJob done = run_model_job(s_, io);
+  if (!done.failure.empty()) {
+    fail(phase, done.failure, true);
     return std::nullopt;
   }
   r_.device_ms +=
-      std::chrono::duration<double, std::milli>(status.end_time - status.start_time).count();
-  read_probes(job);
+      std::chrono::duration<double, std::milli>(done.status.end_time - done.status.start_time)
+          .count();
+  read_probes(done.job);
   last_.kv_fill_after = kv_.info().filled_tokens;
   last_.kv_info_after = true;
   check_kv_bookkeeping(phase);

@@ -212,21 +212,9 @@ class BatchRunner {
   }
 
   bool run_job(ModelIo& io, const std::string& label) {
-    calrt::Job job = calrt::Job::submit(s_.calbin, io.name(), io.input, io.output);
-    if (job.wait(s_.timeout()) == calrt::WaitResult::not_ready) {
-      job.cancel();
-      fail(fmt::format("{}: job did not finish within {} ms (timed out, cancelled)", label,
-                       s_.options.timeout_ms));
-      return false;
-    }
-    const calrt::JobStatus status = job.status();
-    if (status.state != calrt::JobState::completed) {
-      fail(fmt::format("{}: job {}: {} ({}): {}", label, calrt::to_string(status.state),
-                       calrt::code_name(status.code), calrt::to_string(status.fault_class()),
-                       status.message));
-      return false;
-    }
-    return true;
+    const FinishedJob done = run_model_job(s_, io);
+    if (!done.failure.empty()) fail(label + ": " + done.failure);
+    return done.failure.empty();
   }
 
   void fail(std::string message) {

@@ -216,15 +216,24 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
           : fmt::format("deterministic {}/{} checked ({} stopped before the check)",
                         totals.deterministic, totals.determinism_checked,
                         count_of(names.size() - totals.determinism_checked, "case"));
-  steps[1].summary = fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, {}",
-                                 totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
-                                 totals.prefill.top_k_overlap_min, determinism);
-  steps[2].summary = fmt::format(
-      "{} of {} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, greedy {}/{} "
-      "(+{} near-ties, {} swapped), free-running {}/{}",
-      totals.decode.compared, totals.decode_steps_expected, totals.decode.cosine_min,
-      totals.decode.max_abs_error_max, totals.decode.top_k_overlap_min, all.greedy_agree,
-      all.greedy_total, all.near_ties, all.near_tie_swaps, totals.free_agreed, totals.free_total);
+  // Nothing compared is said as such, never as a perfect cosine.
+  steps[1].summary =
+      totals.prefill.compared == 0
+          ? fmt::format("no prefill row compared, {}", determinism)
+          : fmt::format("cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, {}",
+                        totals.prefill.cosine_min, totals.prefill.max_abs_error_max,
+                        totals.prefill.top_k_overlap_min, determinism);
+  steps[2].summary =
+      totals.decode.compared == 0
+          ? fmt::format("0 of {} steps: no decode row compared, free-running {}/{}",
+                        totals.decode_steps_expected, totals.free_agreed, totals.free_total)
+          : fmt::format(
+                "{} of {} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, "
+                "greedy {}/{} (+{} near-ties, {} swapped), free-running {}/{}",
+                totals.decode.compared, totals.decode_steps_expected, totals.decode.cosine_min,
+                totals.decode.max_abs_error_max, totals.decode.top_k_overlap_min, all.greedy_agree,
+                all.greedy_total, all.near_ties, all.near_tie_swaps, totals.free_agreed,
+                totals.free_total);
 }
 
 }  // namespace

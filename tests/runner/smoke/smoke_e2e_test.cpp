@@ -81,6 +81,21 @@ TEST_F(SmokeTest, DeviceSideErrorIsExitOne) {
       << run.output;
 }
 
+// A job still running at --timeout-ms (device time: every job waits 1 s before its input
+// DMA here) is cancelled, and the failure says so and names the bound.
+TEST_F(SmokeTest, AJobPastTheTimeoutIsCancelledAndNamed) {
+  const CalrtRun run = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) +
+                                 " --timeout-ms 5 --device-config 'submit_overhead_ns=1000000000'");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("job did not finish within 5 ms (timed out, cancelled)"),
+            std::string::npos)
+      << run.output;
+  // Nothing reached a comparison: the summaries say so instead of a perfect cosine.
+  EXPECT_NE(run.output.find("no prefill row compared"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("steps: no decode row compared"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("cosine min 1.000000"), std::string::npos) << run.output;
+}
+
 // The runtime names the ABI's device kind; calrt adds the flag a user would type.
 TEST_F(SmokeTest, APcieKindOnTheSimulatorNamesTheFlag) {
   const CalrtRun run = run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device-kind pcie");
