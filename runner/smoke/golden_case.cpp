@@ -29,7 +29,6 @@ class CaseRunner {
     r_.name = golden.name;
     r_.prompt_len = golden.prompt_len;
     r_.decode_steps = golden.decode_steps;
-    r_.free_total = golden.decode_steps + 1;
   }
 
   CaseResult run() {
@@ -145,6 +144,9 @@ class CaseRunner {
 
   void free_running_decode(const std::vector<float>& prefill_logits) {
     phase_ = CasePhase::decode;
+    // Counted from here: a case that stopped before its free-running chain checked none of
+    // it, which is not the same as disagreeing with all of it.
+    r_.free_total = g_.decode_steps + 1;
     int32_t token = argmax(prefill_logits);
     if (token != g_.greedy[0]) {
       return;

@@ -216,6 +216,10 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
           : fmt::format("deterministic {}/{} checked ({} stopped before the check)",
                         totals.deterministic, totals.determinism_checked,
                         count_of(names.size() - totals.determinism_checked, "case"));
+  const std::string free_running =
+      totals.free_total == 0
+          ? std::string("free-running not run (no case reached it)")
+          : fmt::format("free-running {}/{}", totals.free_agreed, totals.free_total);
   // Nothing compared is said as such, never as a perfect cosine.
   steps[1].summary =
       totals.prefill.compared == 0
@@ -225,15 +229,14 @@ void summarise(const GoldenTotals& totals, const std::vector<std::string>& names
                         totals.prefill.top_k_overlap_min, determinism);
   steps[2].summary =
       totals.decode.compared == 0
-          ? fmt::format("0 of {} steps: no decode row compared, free-running {}/{}",
-                        totals.decode_steps_expected, totals.free_agreed, totals.free_total)
+          ? fmt::format("0 of {} steps: no decode row compared, {}", totals.decode_steps_expected,
+                        free_running)
           : fmt::format(
                 "{} of {} steps: cosine min {:.6f}, max abs err {:.4f}, top-k min {:.3f}, "
-                "greedy {}/{} (+{} near-ties, {} swapped), free-running {}/{}",
+                "greedy {}/{} (+{} near-ties, {} swapped), {}",
                 totals.decode.compared, totals.decode_steps_expected, totals.decode.cosine_min,
                 totals.decode.max_abs_error_max, totals.decode.top_k_overlap_min, all.greedy_agree,
-                all.greedy_total, all.near_ties, all.near_tie_swaps, totals.free_agreed,
-                totals.free_total);
+                all.greedy_total, all.near_ties, all.near_tie_swaps, free_running);
 }
 
 }  // namespace
