@@ -189,10 +189,11 @@ Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& out
   }
   if (mutant == NumericsMutant::batch_pads_kept && !logits.empty()) {
     const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
-    const auto& shape = index ? model.outputs[*index].shape : std::vector<int64_t>{};
-    const auto batch = static_cast<size_t>(shape.empty() ? 0 : shape.front());
-    const std::vector<float> last = logits.back();
-    if (batch > logits.size()) logits.resize(batch, last);
+    if (index && !model.outputs[*index].shape.empty()) {
+      const auto batch = static_cast<size_t>(model.outputs[*index].shape.front());
+      const std::vector<float> last = logits.back();  // resize must not read from itself
+      if (batch > logits.size()) logits.resize(batch, last);
+    }
   }
   return write_logits(model, output, logits);
 }

@@ -84,6 +84,7 @@ class ForeignListener {
   }
   // The child's exit status, or -1 when it had to be killed (bounded: 15 s).
   int result() {
+    if (pid_ <= 0) return -1;  // never started: waitpid(-1) would reap any child instead
     int status = 0;
     for (int i = 0; i < 300; ++i) {
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
