@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define CALRT_ABI_MAJOR 0
-#define CALRT_ABI_MINOR 8
+#define CALRT_ABI_MINOR 9
 #define CALRT_ABI_PATCH 0
 
 #define CALRT_MAX_RANK 8
@@ -196,6 +196,11 @@ typedef enum CalrtTensorRole {
   CALRT_ROLE_TOKEN = 1,
   CALRT_ROLE_POSITION = 2,
   CALRT_ROLE_LOGITS = 3,
+  /* ABI 0.9: a decode that ranks on the device gives, per row, its K best token ids
+   * (int32, best first; equal logits in increasing id order) and their logits (same order)
+   * instead of the full LOGITS row. */
+  CALRT_ROLE_TOP_IDS = 4,
+  CALRT_ROLE_TOP_LOGITS = 5,
   CALRT_ROLE_COUNT_,
 } CalrtTensorRole;
 

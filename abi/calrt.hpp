@@ -50,7 +50,7 @@ enum class ChipHealth { ok = 1, degraded, hung, failed, count_ };
 enum class ModelType { prefill = 1, decode, kv_update, count_ };
 enum class Direction { input = CALRT_INPUT, output = CALRT_OUTPUT };
 enum class Dtype { int8 = 1, int32, bf16, f16, f32, int4, count_ };
-enum class TensorRole { other = 0, token, position, logits, count_ };
+enum class TensorRole { other = 0, token, position, logits, top_ids, top_logits, count_ };
 enum class Layout { row_major = 1, tiled, count_ };
 enum class JobState { submitted = 1, running, completed, failed, cancelled, timed_out, count_ };
 enum class WaitResult { ready = CALRT_WAIT_READY, not_ready = CALRT_WAIT_NOT_READY };
@@ -152,7 +152,8 @@ inline const char* to_string(Dtype dtype) {
 }
 
 inline const char* to_string(TensorRole role) {
-  constexpr const char* kNames[] = {"other", "token", "position", "logits"};
+  constexpr const char* kNames[] = {"other",  "token",   "position",
+                                    "logits", "top_ids", "top_logits"};
   const auto index = static_cast<size_t>(role);
   return index < std::size(kNames) ? kNames[index] : "?";
 }

@@ -45,11 +45,13 @@ constexpr std::array<std::pair<std::string_view, ModelType>, 3> kModelTypes{{
     {"kv_update", ModelType::kKvUpdate},
 }};
 
-constexpr std::array<std::pair<std::string_view, TensorRole>, 4> kRoles{{
+constexpr std::array<std::pair<std::string_view, TensorRole>, 6> kRoles{{
     {"other", TensorRole::kOther},
     {"token", TensorRole::kToken},
     {"position", TensorRole::kPosition},
     {"logits", TensorRole::kLogits},
+    {"top_ids", TensorRole::kTopIds},
+    {"top_logits", TensorRole::kTopLogits},
 }};
 
 // Binary units are powers of 1024, decimal ones powers of 1000 (IEC 80000-13).

@@ -37,7 +37,7 @@ enum class ModelType { kPrefill, kDecode, kKvUpdate };
 std::optional<ModelType> parse_model_type(std::string_view text);
 std::string_view to_string(ModelType type);
 
-enum class TensorRole { kOther, kToken, kPosition, kLogits };
+enum class TensorRole { kOther, kToken, kPosition, kLogits, kTopIds, kTopLogits };
 std::optional<TensorRole> parse_tensor_role(std::string_view text);
 std::string_view to_string(TensorRole role);
 

@@ -60,6 +60,24 @@ void check_model_io(const CheckContext& c, CheckResult& result, size_t index) {
     if (t.role == TensorRole::kLogits) {
       expect_shape(c, result, where, t, {batch, static_cast<int64_t>(llm.vocab)});
     }
+    if (t.role == TensorRole::kTopIds || t.role == TensorRole::kTopLogits) {
+      // A decode that ranks on the device (calrt.h, CALRT_ROLE_TOP_IDS): K of the vocabulary
+      // per row, ids as int32.
+      const int64_t k = t.shape.size() == 2 ? t.shape[1] : 0;
+      const bool k_ok = k >= 1 && k <= static_cast<int64_t>(llm.vocab);
+      if (model.type != ModelType::kDecode || !k_ok) {
+        fail_check(result, c.manifest_file + ": " + where + " \"" + t.name + "\" (role " +
+                               std::string(to_string(t.role)) + ").shape is " +
+                               shape_text(t.shape) + "; a decode's ranked output is [batch, K] " +
+                               "with 1 <= K <= vocab " + std::to_string(llm.vocab));
+      } else {
+        expect_shape(c, result, where, t, {batch, k});
+      }
+      if (t.role == TensorRole::kTopIds && t.dtype != Dtype::kInt32) {
+        fail_check(result, c.manifest_file + ": " + where + " \"" + t.name + "\".dtype is " +
+                               std::string(to_string(t.dtype)) + " but token ids are int32");
+      }
+    }
   }
 }
 

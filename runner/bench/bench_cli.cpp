@@ -110,7 +110,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o, BenchCliWords& words) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}))
       ->capture_default_str();
   app.add_option("--json", o.json,
-                 "write the JSON report (calrt-bench/3; a sweep calrt-bench-sweep/3) atomically")
+                 "write the JSON report (calrt-bench/3; a sweep calrt-bench-sweep/4) atomically")
       ->check(output_path());
   app.add_option("--csv", o.csv,
                  "write the CSV report atomically: schema,tool_version,commit,command_line, then "

@@ -324,6 +324,10 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
   const BenchOptions& o = s_.options;
   const uint64_t vocab = s_.info.vocab;
   const auto step = static_cast<uint64_t>(q.record.tokens.size());
+  if (io.ranked()) {
+    finish_ranked_token(run, q, io, output, submission);
+    return;
+  }
   if (o.sampling.method == SamplingMethod::greedy) {
     // Greedy needs the ranking only: the BF16 row is read once and no FP32 row is written
     // (rank_row, the same token bit for bit as the argmax of the converted row).
@@ -371,6 +375,52 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
   q.record.token_ready.push_back(sample.end_ns);
   q.record.convert_ns.push_back(convert.charged_ns);
   q.record.sample_ns.push_back(sample.charged_ns);
+}
+
+// A decode that ranked on the device: greedy is its first id; top-k sampling (k within the
+// device's K, checked at load) draws from the first k candidates, the same k largest logits
+// a host ranking of the full row keeps.
+void BenchEngine::finish_ranked_token(RunState& run, Request& q, const ModelIo& io,
+                                      calrt::Buffer& output, uint64_t submission) {
+  const BenchOptions& o = s_.options;
+  const auto step = static_cast<uint64_t>(q.record.tokens.size());
+  const uint32_t k = io.top_k;
+  std::vector<int32_t> ids(k);
+  std::vector<float> values;
+  int32_t token = -1;
+  const bool greedy = o.sampling.method == SamplingMethod::greedy;
+  const HostSpan read = host_.run(io.top_ids().bytes + io.top_logits().bytes, [&] {
+    const calrt::Mapping id_map = output.map(io.top_ids_output, s_.timeout());
+    std::memcpy(ids.data(), id_map.bytes().data(), k * sizeof(int32_t));
+    if (greedy) {
+      token = ids[0];
+      return;
+    }
+    const calrt::Mapping value_map = output.map(io.top_logits_output, s_.timeout());
+    values = read_row_f32(value_map.bytes(), io.top_logits());
+    const uint64_t stream =
+        derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
+    const int32_t pick = sample_token(values, o.sampling, stream);
+    token = pick >= 0 && static_cast<uint32_t>(pick) < k ? ids[static_cast<size_t>(pick)] : -1;
+  });
+  run.mode.host.push_back(
+      {greedy ? "rank" : "sample", read.begin_ns, read.end_ns, submission, run.key, q.index});
+  // Bookkeeping of the bench itself, not charged: the ranked output as the device stored it.
+  if (fingerprints_logits()) {
+    if (values.empty()) {
+      const calrt::Mapping value_map = output.map(io.top_logits_output, s_.timeout());
+      values = read_row_f32(value_map.bytes(), io.top_logits());
+    }
+    XXH3_state_t* hash = XXH3_createState();
+    XXH3_64bits_reset(hash);
+    XXH3_64bits_update(hash, ids.data(), ids.size() * sizeof(int32_t));
+    XXH3_64bits_update(hash, values.data(), values.size() * sizeof(float));
+    q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
+    XXH3_freeState(hash);
+  }
+  q.record.tokens.push_back(token);
+  q.record.token_ready.push_back(read.end_ns);
+  q.record.sample_ns.push_back(read.charged_ns);
 }
 
 }  // namespace runner

@@ -76,6 +76,8 @@ class BenchEngine {
   void complete(RunState& run, InFlight& job);
   void finish_token(RunState& run, Request& request, const ModelIo& io, calrt::Buffer& output,
                     uint64_t submission);
+  void finish_ranked_token(RunState& run, Request& q, const ModelIo& io, calrt::Buffer& output,
+                           uint64_t submission);
   // A timing-only calbin's device computes no logits (its rows are zeros): fingerprinting
   // them proves nothing and cost most of a timing-only run's CPU.
   bool fingerprints_logits() const { return !s_.manifest.timing_only; }

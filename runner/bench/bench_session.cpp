@@ -39,7 +39,7 @@ const calrt::ModelDesc& select_model(const std::vector<calrt::ModelDesc>& models
 
 void check_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type) {
   StepResult step;
-  check_model_io(info, io, type, step);
+  check_model_io(info, io, type, step, RankedDecode::accept);
   if (!step.passed()) {
     throw std::runtime_error(
         fmt::format("the calbin's {} model does not have the I/O the bench "
@@ -126,6 +126,13 @@ void open_bench_device(BenchSession& s) {
   }
   check_io(s.info, s.prefill, calrt::ModelType::prefill);
   check_io(s.info, s.decode, calrt::ModelType::decode);
+  const SamplingConfig& sampling = s.options.sampling;
+  if (s.decode.ranked() && sampling.method == SamplingMethod::top_k &&
+      sampling.top_k > s.decode.top_k) {
+    throw BenchUsageError(fmt::format(
+        "--top-k {}: decode model {} ranks on the device and gives its best {} ids only",
+        sampling.top_k, s.decode.name(), s.decode.top_k));
+  }
   s.configured = s.calbin.configure(s.timeout());
   const calrt::KvCapacity kv = s.calbin.kv_capacity();
   const uint64_t needed = positions * s.options.concurrency;

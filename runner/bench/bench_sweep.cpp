@@ -23,7 +23,7 @@ namespace {
 // A sweep is for exploring, not for exhausting a machine: 64 points of a 3-run bench on the
 // reference model take minutes already.
 constexpr size_t kMaxPoints = 64;
-constexpr const char* kSweepSchema = "calrt-bench-sweep/3";
+constexpr const char* kSweepSchema = "calrt-bench-sweep/4";
 
 struct Point {
   size_t index = 0;                 // in the whole sweep (a shard runs some)
@@ -44,10 +44,18 @@ struct Column {
   const char* header;
 };
 constexpr Column kColumns[] = {
-    {"ttft", "p50", "ttft_p50_ms"},           {"ttft", "p99", "ttft_p99_ms"},
-    {"tpot", "p50", "tpot_p50_ms"},           {"tpot", "p99", "tpot_p99_ms"},
-    {"e2e_time", "mean", "e2e_time_mean_ms"}, {"prefill_tok_s", "mean", "prefill_tok_s"},
-    {"decode_tok_s", "mean", "decode_tok_s"}, {"e2e_tok_s", "mean", "e2e_tok_s"},
+    {"ttft", "p50", "ttft_p50_ms"},
+    {"ttft", "p99", "ttft_p99_ms"},
+    {"tpot", "p50", "tpot_p50_ms"},
+    {"tpot", "p99", "tpot_p99_ms"},
+    {"e2e_time", "mean", "e2e_time_mean_ms"},
+    {"prefill_tok_s", "mean", "prefill_tok_s"},
+    {"decode_tok_s", "mean", "decode_tok_s"},
+    {"e2e_tok_s", "mean", "e2e_tok_s"},
+    // What a decode that ranks on the device saves (`--sweep calbin=FULL,RANKED`): the output
+    // DMA and the host's step from the mapped output to the next token.
+    {"d2h_decode", "p50", "d2h_decode_p50_us"},
+    {"sampling", "p50", "host_step_p50_us"},
 };
 
 std::optional<double> figure(const Point& p, const Column& c) {
@@ -73,6 +81,9 @@ std::vector<Point> points_of(const std::vector<BenchOptions::SweepAxis>& axes) {
   return points;
 }
 
+// The calbin itself is a sweep key: the same bench over several packagings of one model.
+constexpr const char* kCalbinKey = "calbin";
+
 // The bench's own options a sweep may vary, and where each goes.
 uint32_t* bench_field(BenchOptions& o, const std::string& key) {
   if (key == "prompt_len") return &o.prompt_len;
@@ -94,6 +105,10 @@ std::string validate_sweep(const BenchOptions& o) {
   size_t count = 1;
   for (const auto& axis : o.sweep) {
     BenchOptions probe;  // which keys are the bench's own, asked without touching `o`
+    if (axis.key == kCalbinKey) {
+      count *= axis.values.size();
+      continue;
+    }
     if (bench_field(probe, axis.key) != nullptr) {
       for (const std::string& value : axis.values) {
         if (value.find_first_not_of("0123456789") != std::string::npos || value.size() > 9 ||
@@ -319,7 +334,9 @@ int run_bench_sweep(const BenchOptions& o) {
       point.md.clear();
       point.jsonl.clear();
       for (size_t a = 0; a < o.sweep.size(); ++a) {
-        if (uint32_t* field = bench_field(point, o.sweep[a].key)) {
+        if (o.sweep[a].key == kCalbinKey) {
+          point.calbin = p.values[a];
+        } else if (uint32_t* field = bench_field(point, o.sweep[a].key)) {
           *field = static_cast<uint32_t>(std::stoul(p.values[a]));
         } else {
           point.device_config +=

@@ -25,7 +25,9 @@ using nlohmann::json;
 
 constexpr const char* kSchema = "calrt-calibrate/1";
 constexpr const char* kBenchSchema = "calrt-bench/3";
-constexpr const char* kSweepSchema = "calrt-bench-sweep/3";
+constexpr const char* kSweepSchema = "calrt-bench-sweep/4";
+// /4 added two columns; what calibrate reads of a point is the same in /3.
+constexpr const char* kSweepSchemaBefore = "calrt-bench-sweep/3";
 // A bench report of 10 runs of a 4096-token prompt is about 1 MB; anything past this is not
 // one, and is refused before it is read into memory.
 constexpr off_t kMaxReportBytes = off_t{256} << 20;
@@ -228,7 +230,7 @@ void read_one(const std::filesystem::path& path, const std::string& calbin_sha25
     throw BadInput(fmt::format("{}: not a JSON object (a calrt bench --json report)", file));
   }
   const std::string schema = text_field(file, doc, "", "schema");
-  if (schema != kBenchSchema && schema != kSweepSchema) {
+  if (schema != kBenchSchema && schema != kSweepSchema && schema != kSweepSchemaBefore) {
     throw BadInput(fmt::format("{}: /schema = \"{}\": calibrate reads {} and {} reports", file,
                                schema, kBenchSchema, kSweepSchema));
   }

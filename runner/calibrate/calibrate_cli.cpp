@@ -15,7 +15,7 @@ class CalibrateCommand : public Command {
     app.add_option("CALBIN", o.calbin, "the calbin the reports measured")->required();
     app.add_option("REPORT", o.reports,
                    "calrt bench --json reports of this calbin (calrt-bench/3, or a sweep's "
-                   "calrt-bench-sweep/3): several prompt lengths, sync mode, with --d2d-spans "
+                   "calrt-bench-sweep/4): several prompt lengths, sync mode, with --d2d-spans "
                    "for the die-to-die link")
         ->required();
     app.add_option("--device-config", o.device_config,

@@ -23,6 +23,11 @@ struct ModelIo {
   uint32_t token_input = 0;
   uint32_t position_input = 0;
   uint32_t logits_output = 0;
+  // A decode that ranks on the device (calrt.h, CALRT_ROLE_TOP_IDS) gives each row's top_k
+  // best ids and their logits instead of the full row; 0 for a full row.
+  uint32_t top_k = 0;
+  uint32_t top_ids_output = 0;
+  uint32_t top_logits_output = 0;
   uint32_t cur_seq_len_csr = 0;
   uint32_t past_kv_csr = 0;
   calrt::Buffer input;
@@ -32,6 +37,9 @@ struct ModelIo {
   const calrt::TensorDesc& token() const { return desc.inputs[token_input]; }
   const calrt::TensorDesc& position() const { return desc.inputs[position_input]; }
   const calrt::TensorDesc& logits() const { return desc.outputs[logits_output]; }
+  const calrt::TensorDesc& top_ids() const { return desc.outputs[top_ids_output]; }
+  const calrt::TensorDesc& top_logits() const { return desc.outputs[top_logits_output]; }
+  bool ranked() const { return top_k > 0; }
 };
 
 struct Session {
@@ -87,9 +95,12 @@ struct FinishedJob {
 FinishedJob run_model_job(Session& session, ModelIo& io);
 
 // Checks a model's I/O against what the runner expects from the LLM info; adds one failure
-// per mismatch naming model, tensor, field, expected and actual (session_expect.cpp).
+// per mismatch naming model, tensor, field, expected and actual (session_expect.cpp). A
+// decode that ranks on the device is accepted only by a caller that reads its output
+// (`ranked`), and refused by name otherwise.
+enum class RankedDecode { refuse, accept };
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,
-                    StepResult& step);
+                    StepResult& step, RankedDecode ranked = RankedDecode::refuse);
 
 // Runs one step's body with a stopwatch; an exception (a calrt::Error names its function,
 // code and fault class in what()) becomes a failure of the step instead of ending the run.

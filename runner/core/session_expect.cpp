@@ -80,10 +80,60 @@ int64_t check_csr(const calrt::ModelDesc& model, const char* name, StepResult& s
   return -1;
 }
 
+// A decode that ranks on the device: top_ids int32 and top_logits bf16, both [batch, K].
+// Returns whether the model has such an output (checked or not).
+bool check_ranked_outputs(const calrt::CalbinInfo& info, ModelIo& io, int64_t batch,
+                          RankedDecode ranked, StepResult& step) {
+  const calrt::ModelDesc& model = io.desc;
+  const calrt::TensorDesc* ids = nullptr;
+  for (const auto& tensor : model.outputs) {
+    if (tensor.role == calrt::TensorRole::top_ids) ids = &tensor;
+  }
+  if (ids == nullptr) {
+    return false;
+  }
+  const int64_t k = ids->shape.size() == 2 ? ids->shape[1] : 0;
+  if (ranked == RankedDecode::refuse) {
+    step.fail(
+        fmt::format("model {}: ranks on the device (output {} has role top_ids, K {}); "
+                    "this command compares full logits rows only",
+                    model.name, ids->name, k));
+    return true;
+  }
+  if (k < 1 || k > int64_t{info.vocab}) {
+    step.fail(
+        fmt::format("model {}: tensor {}: shape: expected [{}, K] with 1 <= K <= vocab {}, "
+                    "actual {}",
+                    model.name, ids->name, batch, info.vocab, shape_text(ids->shape)));
+    return true;
+  }
+  const int64_t id_index = check_tensor(
+      model,
+      {calrt::Direction::output, calrt::TensorRole::top_ids, calrt::Dtype::int32, {batch, k}},
+      step);
+  const int64_t value_index = check_tensor(
+      model,
+      {calrt::Direction::output, calrt::TensorRole::top_logits, calrt::Dtype::bf16, {batch, k}},
+      step);
+  for (const int64_t index : {id_index, value_index}) {
+    if (index >= 0 && model.outputs[static_cast<size_t>(index)].tile_d0 != 0) {
+      step.fail(fmt::format("model {}: tensor {}: layout: expected row_major, actual tiled",
+                            model.name, model.outputs[static_cast<size_t>(index)].name));
+      return true;
+    }
+  }
+  if (id_index >= 0 && value_index >= 0) {
+    io.top_k = static_cast<uint32_t>(k);
+    io.top_ids_output = static_cast<uint32_t>(id_index);
+    io.top_logits_output = static_cast<uint32_t>(value_index);
+  }
+  return true;
+}
+
 }  // namespace
 
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,
-                    StepResult& step) {
+                    StepResult& step, RankedDecode ranked) {
   const calrt::ModelDesc& model = io.desc;
   if (model.type != type) {
     step.fail(fmt::format("model {}: type: expected {}, actual {}", model.name,
@@ -100,15 +150,21 @@ void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType
       model,
       {calrt::Direction::input, calrt::TensorRole::position, calrt::Dtype::int32, {batch, tokens}},
       step);
-  const int64_t logits = check_tensor(model,
-                                      {calrt::Direction::output,
-                                       calrt::TensorRole::logits,
-                                       calrt::Dtype::bf16,
-                                       {batch, int64_t{info.vocab}}},
-                                      step);
+  io.top_k = 0;
+  const bool has_ranked =
+      type == calrt::ModelType::decode && check_ranked_outputs(info, io, batch, ranked, step);
+  const int64_t logits = has_ranked ? 0
+                                    : check_tensor(model,
+                                                   {calrt::Direction::output,
+                                                    calrt::TensorRole::logits,
+                                                    calrt::Dtype::bf16,
+                                                    {batch, int64_t{info.vocab}}},
+                                                   step);
   const int64_t cur = check_csr(model, "cur_seq_len", step);
   const int64_t past = check_csr(model, "past_kv_cur_seq_len", step);
-  if (token < 0 || position < 0 || logits < 0 || cur < 0 || past < 0) {
+  if (token < 0 || position < 0 || logits < 0 || cur < 0 || past < 0 ||
+      (has_ranked && io.top_k == 0)) {
+    io.top_k = 0;
     return;
   }
   io.token_input = static_cast<uint32_t>(token);

@@ -1,6 +1,7 @@
 // Device: what a job does when it starts on the device. CSRs and inputs are honoured as the
 // hardware does: checked against the model and the KV handle, never corrected.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "calbin/bf16.hpp"
@@ -110,10 +111,74 @@ Expected<std::vector<int32_t>> read_int32(const calbin::Model& model, const Tens
   return values;
 }
 
-// Row r of `logits` into row r of the logits output; the rows after them stay zero.
+// Row r of `logits` ranked on the device into row r of the top-k outputs (ids best first,
+// equal values in increasing id order; calrt.h, CALRT_ROLE_TOP_IDS); the rows after them
+// stay zero. The ranking is of the BF16 values the full row would have carried, so the ids
+// are those a host ranking of that row picks.
+Status write_top_k(const calbin::Model& model, TensorBytes& output,
+                   const std::vector<std::vector<float>>& logits, uint32_t chips,
+                   NumericsMutant mutant) {
+  const auto ids_index = find_role(model.outputs, calbin::TensorRole::kTopIds);
+  const auto values_index = find_role(model.outputs, calbin::TensorRole::kTopLogits);
+  const auto ids_desc = ids_index ? &model.outputs[*ids_index] : nullptr;
+  const auto values_desc = values_index ? &model.outputs[*values_index] : nullptr;
+  const uint64_t k = ids_desc && !ids_desc->shape.empty() ? ids_desc->shape.back() : 0;
+  const uint64_t rows = k == 0 ? 0 : element_count(*ids_desc) / k;
+  const uint64_t width = logits.empty() ? 0 : logits.front().size();
+  if (!ids_desc || !values_desc || ids_desc->dtype != calbin::Dtype::kInt32 ||
+      values_desc->dtype != calbin::Dtype::kBf16 || values_desc->shape != ids_desc->shape ||
+      ids_desc->layout.kind != calbin::Layout::Kind::kRowMajor ||
+      values_desc->layout.kind != calbin::Layout::Kind::kRowMajor || k == 0 || k > width ||
+      rows < logits.size() || output[*ids_index].size() < rows * k * sizeof(int32_t) ||
+      output[*values_index].size() < rows * k * sizeof(uint16_t)) {
+    return fail(CALRT_UNIMPLEMENTED, "model \"" + model.name +
+                                         "\": the simulator writes a ranked decode as top_ids "
+                                         "int32 and top_logits bf16, both row-major [" +
+                                         std::to_string(logits.size()) +
+                                         ", K] with 1 <= K <= " + std::to_string(width));
+  }
+  const uint64_t slice = chips > 0 ? width / chips : width;
+  std::vector<uint16_t> row(width);
+  std::vector<int32_t> order(width);
+  for (size_t r = 0; r < logits.size(); ++r) {
+    for (size_t i = 0; i < width; ++i) row[i] = calbin::f32_to_bf16(logits[r][i]);
+    for (size_t i = 0; i < width; ++i) order[i] = static_cast<int32_t>(i);
+    // NaN ranks below every number, so a broken row still yields K distinct ids.
+    const auto better = [&](int32_t a, int32_t b) {
+      const float va = calbin::bf16_to_f32(row[static_cast<size_t>(a)]);
+      const float vb = calbin::bf16_to_f32(row[static_cast<size_t>(b)]);
+      const bool a_nan = std::isnan(va), b_nan = std::isnan(vb);
+      if (a_nan != b_nan) return b_nan;
+      if (!a_nan && va != vb) return va > vb;
+      return a < b;
+    };
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
+                      better);
+    std::vector<int32_t> ids(order.begin(), order.begin() + static_cast<ptrdiff_t>(k));
+    std::vector<uint16_t> values(k);
+    for (size_t j = 0; j < k; ++j) {
+      values[j] = row[static_cast<size_t>(ids[j])];
+      if (mutant == NumericsMutant::top_k_local_ids && slice > 0) {
+        ids[j] = static_cast<int32_t>(static_cast<uint64_t>(ids[j]) % slice);
+      }
+    }
+    std::memcpy(output[*ids_index].data() + r * k * sizeof(int32_t), ids.data(),
+                k * sizeof(int32_t));
+    std::memcpy(output[*values_index].data() + r * k * sizeof(uint16_t), values.data(),
+                k * sizeof(uint16_t));
+  }
+  return {};
+}
+
+// Row r of `logits` into row r of the logits output (or of the top-k outputs, for a decode
+// that ranks on the device); the rows after them stay zero.
 Status write_logits(const calbin::Model& model, TensorBytes& output,
-                    const std::vector<std::vector<float>>& logits) {
+                    const std::vector<std::vector<float>>& logits, uint32_t chips,
+                    NumericsMutant mutant) {
   const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
+  if (!index && find_role(model.outputs, calbin::TensorRole::kTopIds)) {
+    return write_top_k(model, output, logits, chips, mutant);
+  }
   if (!index) {
     return fail(CALRT_CALBIN_INVALID, "model \"" + model.name + "\" has no logits output");
   }
@@ -161,7 +226,7 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
   const StepRequest request{*tokens, *positions, plan.past, mutant};
   const std::vector<float> logits =
       run_step(*image.dims, image.weights, kv.store, image.scratch, request, &probes);
-  return write_logits(model, output, {logits});
+  return write_logits(model, output, {logits}, image.manifest.chips, mutant);
 }
 
 // A batch decode: each row is a one-token step of its own sequence, so a row's logits are
@@ -195,7 +260,7 @@ Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& out
       if (batch > logits.size()) logits.resize(batch, last);
     }
   }
-  return write_logits(model, output, logits);
+  return write_logits(model, output, logits, image.manifest.chips, mutant);
 }
 
 Expected<std::vector<RowPlan>> plan_rows(const calbin::Manifest& manifest,

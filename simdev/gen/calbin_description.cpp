@@ -12,8 +12,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // The oldest ABI that can drive the calbin, so that it runs on as many runtimes as it can:
-// a batch decode needs ABI 0.8's per-row Kv_Apply (calrt.h).
+// a batch decode needs ABI 0.8's per-row Kv_Apply, a decode that ranks on the device ABI
+// 0.9's top-k roles (calrt.h).
 std::string required_abi(const ModelConfig& c) {
+  const bool before_0_9 = c.runtime_abi.rfind("0.7", 0) == 0 || c.runtime_abi.rfind("0.8", 0) == 0;
+  if (c.decode_top_k > 0 && before_0_9) return "0.9.0";
   return c.batch > 1 && c.runtime_abi.rfind("0.7", 0) == 0 ? "0.8.0" : c.runtime_abi;
 }
 
@@ -53,7 +56,8 @@ calbin::Provenance provenance(const ModelConfig& c, const GenOptions& options,
                                    {"q_heads", c.q_heads},
                                    {"kv_heads", c.kv_heads},
                                    {"head_dim", c.head_dim},
-                                   {"ffn", c.ffn}};
+                                   {"ffn", c.ffn},
+                                   {"decode_top_k", c.decode_top_k}};
   if (!options.config_file.empty()) {
     config.erase("preset");
     config["config_file"] = options.config_file.string();
@@ -96,9 +100,18 @@ calbin::Result<calbin::FileEntry> file_entry(const fs::path& dir, const std::str
 
 }  // namespace
 
-calbin::Result<calbin::Manifest> describe_calbin(const ModelConfig& config,
+calbin::Result<calbin::Manifest> describe_calbin(const ModelConfig& model_config,
                                                  const GenOptions& options, WeightsPart weights,
                                                  const ProvenanceNote& note) {
+  ModelConfig config = model_config;
+  if (options.decode_top_k > 0) {
+    config.decode_top_k = options.decode_top_k;
+    if (auto checked = check_config(config); !checked) {
+      calbin::Error error = checked.error();
+      error.field = "--decode-top-k";
+      return tl::unexpected(error);
+    }
+  }
   auto models = describe_models(config);
   if (!models) {
     return tl::unexpected(models.error());
@@ -144,6 +157,8 @@ std::string equivalent_command(const GenOptions& options) {
   command += options.with_golden ? "" : " --no-golden";
   command += options.long_cases ? "" : " --no-long";
   command += options.force ? " --force" : "";
+  command +=
+      options.decode_top_k > 0 ? " --decode-top-k " + std::to_string(options.decode_top_k) : "";
   return command;
 }
 

@@ -242,6 +242,7 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       {"prefill_chunk", &c.prefill_chunk},
       {"chips", &c.chips},
       {"logits_tile_d0", &c.logits_tile_d0},
+      {"decode_top_k", &c.decode_top_k},
       {"tokenizer_context", &c.tokenizer_context},
   };
   std::map<std::string, double*> reals = {{"rope_theta", &c.rope_theta}, {"rms_eps", &c.rms_eps}};
@@ -259,7 +260,8 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
     } else if (const auto count = counts.find(key); count != counts.end()) {
       int64_t v = 0;
       if (!value.IsScalar() || !YAML::convert<int64_t>::decode(value, v) ||
-          v < (key == "experts" || key == "active_experts" ? 0 : 1) || v > (1 << 30)) {
+          v < (key == "experts" || key == "active_experts" || key == "decode_top_k" ? 0 : 1) ||
+          v > (1 << 30)) {
         return calbin::fail(path.string(), key, shown + " is not a positive integer");
       }
       *count->second = static_cast<uint32_t>(v);

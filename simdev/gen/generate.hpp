@@ -26,6 +26,9 @@ struct GenOptions {
   // Recorded as provenance.command; when empty, a command equivalent to these options.
   std::string command_line;
   unsigned threads = 0;  // golden computation threads; 0: the hardware's concurrency
+  // When non-zero, replaces the model's decode_top_k (model_config.hpp): the same model
+  // with a decode that ranks on the device.
+  uint32_t decode_top_k = 0;
 };
 
 struct PresetInfo {

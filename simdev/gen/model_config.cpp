@@ -38,6 +38,9 @@ calbin::Result<void> check_config(const ModelConfig& c) {
       {c.head_dim % 2 == 0, "head_dim",
        "RoPE needs an even head_dim, got " + std::to_string(c.head_dim)},
       {c.logits_tile_d0 > 0, "logits_tile_d0", "the logits tile must be non-zero"},
+      {c.decode_top_k <= c.vocab / c.chips, "decode_top_k",
+       std::to_string(c.decode_top_k) + " exceeds a chip's slice of the vocabulary (" +
+           std::to_string(c.vocab / c.chips) + "), from which each chip ranks its candidates"},
       {c.prefill_chunk <= c.context, "prefill_chunk", "the prefill chunk exceeds the context"},
       {c.v_cache == calbin::Dtype::kBf16 || c.v_cache == calbin::Dtype::kInt8, "v_cache",
        std::string(calbin::to_string(c.v_cache)) + ": the V-cache holds bf16 or int8"},

@@ -43,6 +43,10 @@ struct ModelConfig {
   uint32_t prefill_chunk = 256;
   uint32_t chips = 2;
   uint32_t logits_tile_d0 = 16;
+  // 0: the decode gives each row's full logits. K > 0: it ranks on the device and gives
+  // each row's K best ids and their logits (calrt.h, CALRT_ROLE_TOP_IDS), K * 6 bytes a row
+  // over PCIe instead of the vocabulary's 2 * V.
+  uint32_t decode_top_k = 0;
   uint32_t tokenizer_context = 32768;
   double rope_theta = 1e6;
   double rms_eps = 1e-6;

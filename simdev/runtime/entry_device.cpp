@@ -8,9 +8,9 @@
 namespace simdev::runtime {
 namespace {
 
-constexpr char kRuntimeVersion[] = "0.8.0-sim";
-constexpr char kFirmwareVersion[] = "sim-fw-0.8.0";
-constexpr char kDriverVersion[] = "sim-drv-0.8.0";
+constexpr char kRuntimeVersion[] = "0.9.0-sim";
+constexpr char kFirmwareVersion[] = "sim-fw-0.9.0";
+constexpr char kDriverVersion[] = "sim-drv-0.9.0";
 constexpr char kDeviceName[] = "calculet-sim";
 
 Status open_device(Calrt_Device_Create_Args* args) {

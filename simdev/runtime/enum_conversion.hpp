@@ -46,6 +46,10 @@ inline CalrtTensorRole to_abi(calbin::TensorRole role) {
       return CALRT_ROLE_POSITION;
     case calbin::TensorRole::kLogits:
       return CALRT_ROLE_LOGITS;
+    case calbin::TensorRole::kTopIds:
+      return CALRT_ROLE_TOP_IDS;
+    case calbin::TensorRole::kTopLogits:
+      return CALRT_ROLE_TOP_LOGITS;
   }
   return CALRT_ROLE_COUNT_;
 }

@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
   gen->add_flag("--force", gen_options.force, "replace the output directory if it exists");
   gen->add_option("--threads", gen_options.threads, "golden threads (0: all cores)")
       ->capture_default_str();
+  gen->add_option("--decode-top-k", gen_options.decode_top_k,
+                  "a decode that ranks on the device: each row gives its K best token ids and "
+                  "their logits instead of the full row (the model's decode_top_k)")
+      ->check(CLI::Range(1u, 1u << 30));
 
   CLI::App* list = app.add_subcommand("presets", "list the presets gen knows");
 

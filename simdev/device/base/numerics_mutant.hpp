@@ -33,9 +33,11 @@ enum class NumericsMutant : uint8_t {
   batch_pads_kept,          // batch decode: the rows past cur_seq_len hold the last live row's
                             // logits (a batch padded by repeating its last sequence, the pads
                             // not cleared)
+  top_k_local_ids,          // on-device top-k: a chip's candidates keep their ids local to its
+                            // slice of the vocabulary (chip 0's are right by luck)
 };
 
-inline constexpr std::array<std::string_view, 20> kNumericsMutantNames = {"none",
+inline constexpr std::array<std::string_view, 21> kNumericsMutantNames = {"none",
                                                                           "logits_scale",
                                                                           "q_norm_ignored",
                                                                           "k_norm_ignored",
@@ -54,6 +56,7 @@ inline constexpr std::array<std::string_view, 20> kNumericsMutantNames = {"none"
                                                                           "expert_weights_reversed",
                                                                           "int4_nibbles_swapped",
                                                                           "batch_rows_rotated",
-                                                                          "batch_pads_kept"};
+                                                                          "batch_pads_kept",
+                                                                          "top_k_local_ids"};
 
 }  // namespace simdev

@@ -44,13 +44,27 @@ calbin::Result<calbin::Model> describe(const ModelConfig& c, calbin::ModelType t
                            calbin::Dtype::kInt32, row_major, all_chips);
   auto position_desc = tensor("positions", calbin::TensorRole::kPosition, {batch, tokens},
                               calbin::Dtype::kInt32, row_major, all_chips);
-  auto logits_desc = tensor("logits", calbin::TensorRole::kLogits, {batch, int64_t{c.vocab}},
-                            calbin::Dtype::kBf16, tiled, 1u);
-  if (!token_desc || !position_desc || !logits_desc) {
+  model.inputs = {};
+  model.outputs = {};
+  if (!token_desc || !position_desc) {
     return calbin::fail("preset", model.name, "I/O tensor sizes overflow");
   }
   model.inputs = {*token_desc, *position_desc};
-  model.outputs = {*logits_desc};
+  if (prefill || c.decode_top_k == 0) {
+    auto logits_desc = tensor("logits", calbin::TensorRole::kLogits, {batch, int64_t{c.vocab}},
+                              calbin::Dtype::kBf16, tiled, 1u);
+    if (!logits_desc) return calbin::fail("preset", model.name, "I/O tensor sizes overflow");
+    model.outputs = {*logits_desc};
+  } else {
+    // A decode that ranks on the device: the merged candidates end up on chip 0.
+    const int64_t k = c.decode_top_k;
+    auto ids = tensor("top_ids", calbin::TensorRole::kTopIds, {batch, k}, calbin::Dtype::kInt32,
+                      row_major, 1u);
+    auto values = tensor("top_logits", calbin::TensorRole::kTopLogits, {batch, k},
+                         calbin::Dtype::kBf16, row_major, 1u);
+    if (!ids || !values) return calbin::fail("preset", model.name, "I/O tensor sizes overflow");
+    model.outputs = {*ids, *values};
+  }
   model.csrs = {{kCsrCurSeqLen, 0, 0}, {kCsrPastKvSeqLen, 1, 0}};
   model.ping_pong = {{"ping", {}, {}}, {"pong", {}, {}}};
   model.ping_pong_may_alias = false;

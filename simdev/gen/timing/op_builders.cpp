@@ -23,6 +23,8 @@ ChipShape chip_shape(const ModelConfig& c, calbin::ModelType type) {
   s.experts = c.experts;
   s.active_experts = c.active_experts;
   s.kv_head_slot_bytes = calbin::kv_head_slot_bits(calbin::Dtype::kBf16, c.v_cache, c.head_dim) / 8;
+  s.chips = c.chips;
+  s.top_k = prefill ? 0 : c.decode_top_k;
   return s;
 }
 
@@ -102,15 +104,36 @@ calbin::Op embedding(const ChipShape& s) {
 }
 
 calbin::Op logits_gather(const ChipShape& s) {
-  const uint64_t full_vocab = s.vocab * 2;
+  const uint64_t full_vocab = s.vocab * s.chips;
   return op("d2d_gather", "logits_gather", -1, dims({s.head_rows, full_vocab}),
             calbin::Dtype::kBf16, 0, 2 * s.head_rows * full_vocab * kActBytes);
+}
+
+// Each chip ranks its slice of the vocabulary; chip 0 merges the chips' candidates (a merge
+// of sorted lists, counted here as one compare per candidate). A candidate crosses the
+// link as an (id, value) pair of 32-bit words.
+calbin::Op top_k(const ChipShape& s) {
+  const uint64_t candidates = s.chips * s.top_k;
+  return op("top_k", "top_k", -1, dims({s.head_rows, s.vocab}), calbin::Dtype::kBf16,
+            s.head_rows * (s.vocab + candidates),
+            s.head_rows * (s.vocab * kActBytes + s.top_k * (sizeof(int32_t) + kActBytes)));
+}
+
+calbin::Op candidates_gather(const ChipShape& s) {
+  const uint64_t candidates = s.chips * s.top_k;
+  return op("d2d_gather", "top_k_gather", -1, dims({s.head_rows, candidates, 2}),
+            calbin::Dtype::kInt32, 0, 2 * s.head_rows * candidates * 2 * sizeof(int32_t));
 }
 
 void add_head(const ChipShape& s, calbin::Dtype lm_head, std::vector<calbin::Op>& out) {
   out.push_back(rmsnorm("final_norm", -1, s.head_rows, s.hidden));
   out.push_back(matmul("lm_head", -1, s.head_rows, s.vocab, s.hidden, lm_head));
-  out.push_back(logits_gather(s));
+  if (s.top_k == 0) {
+    out.push_back(logits_gather(s));
+    return;
+  }
+  out.push_back(top_k(s));
+  out.push_back(candidates_gather(s));
 }
 
 std::vector<calbin::ChipOps> on_every_chip(const std::vector<calbin::Op>& ops, uint32_t chips) {

@@ -25,6 +25,8 @@ struct ChipShape {
   uint64_t hidden = 0, head_dim = 0, q_heads = 0, kv_heads = 0, ffn = 0, vocab = 0;
   uint64_t experts = 0, active_experts = 0;  // every chip holds a shard of every expert
   uint64_t kv_head_slot_bytes = 0;  // one KV head's K and V at one slot (kv_head_slot_bits)
+  uint64_t chips = 1;
+  uint64_t top_k = 0;  // a decode that ranks on the device: candidates per row and chip
 };
 
 // Prefill: one full chunk attending causally within itself; decode: one token per batch row

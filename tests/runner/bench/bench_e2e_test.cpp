@@ -171,7 +171,7 @@ TEST_F(BenchTest, ModelledHostTimeGivesByteIdenticalReportsAndTrace) {
   EXPECT_EQ(doc["settings"]["prompt_seed"], 5);
   EXPECT_NE(doc["command_line"].get<std::string>().find("--sampling-seed 11"), std::string::npos);
   EXPECT_FALSE(doc["device"]["runtime_version"].get<std::string>().empty());
-  EXPECT_EQ(doc["device"]["abi"], "0.8.0");
+  EXPECT_EQ(doc["device"]["abi"], "0.9.0");
   EXPECT_EQ(doc["modes"]["sync"]["metrics"]["prepare"]["clock"], "host-model");
   EXPECT_EQ(doc["modes"]["sync"]["metrics"]["ttft"]["clock"], "device");
   // The CSV: a header and one row per metric per mode.
@@ -294,7 +294,7 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
                                              quoted(csv) + " --json " + quoted(json));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json doc = read_json(json);
-  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/3");
+  EXPECT_EQ(doc["schema"], "calrt-bench-sweep/4");
   EXPECT_EQ(doc["result"], "PASS");
   ASSERT_EQ(doc["points"].size(), 6u);
   std::map<std::string, std::map<std::string, double>> ttft;  // [lanes][d2d]
@@ -312,7 +312,8 @@ TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
   EXPECT_EQ(text.substr(0, text.find('\n')),
             "schema,tool_version,commit,command_line,d2d_bw_mbps,pcie_lanes,result,mode,ttft_p50_"
             "ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,"
-            "e2e_time_mean_ms,prefill_tok_s,decode_tok_s,e2e_tok_s,error");
+            "e2e_time_mean_ms,prefill_tok_s,decode_tok_s,e2e_tok_s,d2h_decode_p50_us,"
+            "host_step_p50_us,error");
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7);
   EXPECT_NE(text.find(",8000,4,PASS,parallel,"), std::string::npos) << text;
   // One point of the sweep is the plain run of its config.

@@ -192,7 +192,7 @@ TEST_F(CalibrateTest, OneSweepOverPromptLengthsIsEnough) {
   // One command measures every prompt length: a sweep over a bench key is one device.
   const fs::path sweep = bench(config_string(hidden), "64,512,4096");
   const json doc = read_json(sweep);
-  ASSERT_EQ(doc.at("schema"), "calrt-bench-sweep/3");
+  ASSERT_EQ(doc.at("schema"), "calrt-bench-sweep/4");
   ASSERT_EQ(doc.at("points").size(), 3u);
   const fs::path fit = dir_ / "fit.json";
   CalrtRun run = calibrate({sweep}, "--json " + quoted(fit));

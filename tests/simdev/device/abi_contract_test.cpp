@@ -279,7 +279,7 @@ TEST(AbiContract, StatusReportsVersionsAndState) {
   auto status = make_args<Calrt_Device_Status_Args>(CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE);
   status.device = s.device;
   SIM_OK(api().Device_Status(&status));
-  EXPECT_STREQ(status.runtime_version, "0.8.0-sim");
+  EXPECT_STREQ(status.runtime_version, "0.9.0-sim");
   EXPECT_STREQ(status.device_name, "calculet-sim");
   EXPECT_EQ(status.chip_count, 2u);
   EXPECT_EQ(status.state, CALRT_DEVICE_CONFIGURED);

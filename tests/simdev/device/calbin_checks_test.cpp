@@ -193,7 +193,7 @@ TEST(CalbinChecks, TheUneditedCopyLoads) {
 // only add); anything newer, of another major, or not a version is a mismatch naming it.
 TEST(CalbinChecks, OtherRuntimeAbiIsAMismatch) {
   int index = 0;
-  for (const std::string abi : {"0.9.0", "1.8.0", "0.8.0.1", "0.8.x", "0..8", "0.", "v0.8"}) {
+  for (const std::string abi : {"0.10.0", "1.8.0", "0.8.0.1", "0.8.x", "0..8", "0.", "v0.8"}) {
     const fs::path dir = edited_copy("abi-" + std::to_string(index++),
                                      [&](calbin::Manifest& m) { m.runtime_abi = abi; });
     Loaded loaded = load(dir);
@@ -202,7 +202,7 @@ TEST(CalbinChecks, OtherRuntimeAbiIsAMismatch) {
         << loaded.create.message;
     close(loaded);
   }
-  for (const std::string abi : {"0.7", "0.7.6", "0.8", "0.8.0"}) {
+  for (const std::string abi : {"0.7", "0.7.6", "0.8", "0.8.0", "0.9.0"}) {
     const fs::path dir = edited_copy("abi-ok-" + std::to_string(index++),
                                      [&](calbin::Manifest& m) { m.runtime_abi = abi; });
     Loaded loaded = load(dir);
