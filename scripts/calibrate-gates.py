@@ -32,13 +32,15 @@ DEVICE_MUTANTS = ["logits_scale", "q_norm_ignored", "k_norm_ignored", "rope_inte
                   "rope_theta", "rms_eps", "kv_slot_off", "lm_head_swapped", "act_per_tensor",
                   "attn_unscaled", "silu_as_relu", "kv_truncated", "gqa_mapping", "v_cache_bf16",
                   "router_unnormalised", "expert_weights_reversed", "int4_nibbles_swapped",
-                  "batch_rows_rotated", "batch_pads_kept"]
+                  "batch_rows_rotated", "batch_pads_kept", "top_k_local_ids", "top_k_one_chip"]
 RUNNER_MUTANTS = ["runner:past-kv", "runner:position", "runner:stale-kv", "runner:tile16"]
 # Where the smoke must localise each mutant with its layer probes (the first point whose run
 # mean leaves the contract): the op each one changes first.
 EXPECTED_PLACE = {m: "layer 0 attention" for m in DEVICE_MUTANTS + RUNNER_MUTANTS}
 EXPECTED_PLACE.update({
     "logits_scale": "after the last layer",
+    "top_k_local_ids": "after the last layer",
+    "top_k_one_chip": "after the last layer",
     "lm_head_swapped": "after the last layer",
     "silu_as_relu": "layer 0 MLP",
     "router_unnormalised": "layer 0 MLP",
@@ -55,7 +57,8 @@ EXPECTED_PLACE.update({
 # Per model: a batch decode reads each row's past from its position (calrt.h, Kv_Apply), so a
 # runner that sets past_kv_cur_seq_len one too far changes no number there; the smoke fails it
 # on the KV bookkeeping (the fill level is not past + cur_seq_len), before any probe.
-PLACE_BY_MODEL = {"qwen3-small-batch4": {"runner:past-kv": None}}
+PLACE_BY_MODEL = {"qwen3-small-batch4": {"runner:past-kv": None},
+                  "qwen3-small-batch4-top40": {"runner:past-kv": None}}
 # Mutants no gate against the FP32 golden can see on the tiny calbin, and why. They are run
 # with `--mutants invisible` and expected to pass, so that the claim stays checked.
 INVISIBLE = {
@@ -68,7 +71,8 @@ INVISIBLE = {
 }
 # The test configs (tests/simdev/gen/configs) have a logits tile of 16 too.
 for name in ["qwen3-small", "llama-small", "qwen3-small-1chip", "qwen3-small-4chip",
-             "qwen3-small-s8v", "qwen3-moe-small", "qwen3-moe-w4", "qwen3-small-batch4"]:
+             "qwen3-small-s8v", "qwen3-moe-small", "qwen3-moe-w4", "qwen3-small-batch4",
+             "qwen3-small-batch4-top40"]:
     INVISIBLE[name] = {"runner:tile16": "its logits tile is 16"}
 # v_cache_bf16 changes only an int8 V-cache; the routing mutants only a mixture of experts.
 for name in INVISIBLE:
@@ -82,6 +86,9 @@ for name in INVISIBLE:
     if "batch" not in name:
         INVISIBLE[name]["batch_rows_rotated"] = "its decode has one row"
         INVISIBLE[name]["batch_pads_kept"] = "its decode has one row"
+    if "top" not in name:
+        INVISIBLE[name]["top_k_local_ids"] = "its decode gives full rows"
+        INVISIBLE[name]["top_k_one_chip"] = "its decode gives full rows"
 
 
 def seeds_of(text):

@@ -61,6 +61,61 @@ Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCas
   return c;
 }
 
+Comparison compare_decode(const DecodeRow& row, const calbin::GoldenCase& golden, uint32_t step,
+                          size_t top_k_count) {
+  if (!row.ranked()) {
+    return compare_decode(row.logits, golden, step, top_k_count);
+  }
+  const std::span<const int32_t> ids(golden.top_ids.data() + step * top_k_count, top_k_count);
+  const std::span<const float> values(golden.top_logits.data() + step * top_k_count, top_k_count);
+  const size_t vocab =
+      golden.decode_steps == 0 ? 0 : golden.decode_logits.size() / golden.decode_steps;
+  const std::span<const float> golden_row =
+      golden.decode_logits.empty()
+          ? std::span<const float>()
+          : std::span<const float>(golden.decode_logits.data() + step * vocab, vocab);
+  // The (device, golden) pairs at the device's ids where the golden has a value.
+  std::vector<float> device, expected;
+  for (size_t j = 0; j < row.ids.size(); ++j) {
+    const int32_t id = row.ids[j];
+    if (!golden_row.empty()) {
+      if (id < 0 || static_cast<size_t>(id) >= golden_row.size()) continue;
+      device.push_back(row.logits[j]);
+      expected.push_back(golden_row[static_cast<size_t>(id)]);
+    } else if (const auto at = std::find(ids.begin(), ids.end(), id); at != ids.end()) {
+      device.push_back(row.logits[j]);
+      expected.push_back(values[static_cast<size_t>(at - ids.begin())]);
+    }
+  }
+  Comparison c;
+  c.cosine = device.empty() ? 0.0 : cosine(device, expected);
+  c.gain = device.empty() ? 0.0 : gain(device, expected);
+  c.rel_rms = device.empty() ? 1.0 : relative_rms_error(device, expected);
+  for (size_t i = 0; i < device.size(); ++i) {
+    const double error = std::fabs(double{device[i]} - double{expected[i]});
+    if (!(error <= c.max_abs_error)) c.max_abs_error = error;  // a NaN is the worst
+  }
+  const size_t k = std::min(row.ids.size(), ids.size());
+  c.top_k_overlap = top_k_overlap(std::span<const int32_t>(row.ids).first(k), ids.first(k));
+  if (values.size() >= 2) c.golden_margin = double{values[0]} - double{values[1]};
+  c.argmax = row.ids.front();
+  c.expected_argmax = golden.greedy[step + 1];
+  return c;
+}
+
+std::optional<Comparison> compare_contract_decode(const DecodeRow& row,
+                                                  const calbin::GoldenCase& golden, uint64_t index,
+                                                  uint32_t step, size_t vocab, size_t top_k_count) {
+  const auto contract = contract_row(golden, index, vocab);
+  if (!contract) {
+    return std::nullopt;
+  }
+  if (!row.ranked()) {
+    return compare_decode(*contract, golden, step, top_k_count);
+  }
+  return compare_decode(rank_like_device(*contract, row.ids.size()), golden, step, top_k_count);
+}
+
 Fp32Distance Fp32Distance::of(const Comparison& c) {
   return {.cosine = c.cosine,
           .max_abs_error = c.max_abs_error,
@@ -178,16 +233,78 @@ std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
   return why;
 }
 
+namespace {
+
+// The BF16 ULP at the row's largest |logit|. A row of zeros has no scale of its own: the
+// smallest normal BF16 ULP stands in.
+double contract_unit(std::span<const float> row) {
+  float range = 0.0f;
+  for (const float v : row) range = std::max(range, std::fabs(v));
+  return range > 0.0f ? std::ldexp(1.0, std::ilogb(range) - 7) : std::ldexp(1.0, -133);
+}
+
+}  // namespace
+
+std::string ContractComparison::worst() const {
+  if (missing) {
+    return fmt::format("logit {}: left out of the device's ranked candidates, contract {}",
+                       worst_id, contract);
+  }
+  return fmt::format("logit {}: device {} vs contract {}", worst_id, device, contract);
+}
+
+ContractComparison compare_contract(const DecodeRow& row, std::span<const float> contract) {
+  if (!row.ranked()) {
+    return compare_contract(row.logits, contract);
+  }
+  ContractComparison c;
+  const double unit = contract_unit(contract);
+  std::vector<bool> given(contract.size(), false);
+  double sum = 0.0;
+  for (size_t j = 0; j < row.ids.size(); ++j) {
+    const int32_t id = row.ids[j];
+    if (id < 0 || static_cast<size_t>(id) >= contract.size()) {
+      c.ulps = std::numeric_limits<double>::infinity();
+      c.worst_id = id;
+      c.device = row.logits[j];
+      c.contract = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    given[static_cast<size_t>(id)] = true;
+    const float expected = contract[static_cast<size_t>(id)];
+    const double error = std::fabs(double{row.logits[j]} - double{expected}) / unit;
+    sum += error;
+    if (row.logits[j] != expected) ++c.differing;
+    if (!(error <= c.ulps)) {
+      c.ulps = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
+      c.worst_id = id;
+      c.device = row.logits[j];
+      c.contract = expected;
+      c.missing = false;
+    }
+  }
+  const double last = row.logits.empty() ? 0.0 : double{row.logits.back()};
+  for (size_t id = 0; id < contract.size(); ++id) {
+    const double above = (double{contract[id]} - last) / unit;
+    if (!given[id] && above > c.ulps) {
+      c.ulps = above;
+      c.worst_id = static_cast<int32_t>(id);
+      c.device = static_cast<float>(last);
+      c.contract = contract[id];
+      c.missing = true;
+    }
+  }
+  c.mean_ulps = row.ids.empty() ? 0.0 : sum / static_cast<double>(row.ids.size());
+  return c;
+}
+
 ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row) {
   ContractComparison c;
   if (logits.size() != row.size()) {
     throw std::out_of_range(
         fmt::format("logits row of {} against a contract row of {}", logits.size(), row.size()));
   }
-  float range = 0.0f;
-  for (const float v : row) range = std::max(range, std::fabs(v));
-  // A row of zeros has no scale of its own: the smallest normal BF16 ULP stands in.
-  const double unit = range > 0.0f ? std::ldexp(1.0, std::ilogb(range) - 7) : std::ldexp(1.0, -133);
+  const double unit = contract_unit(row);
   double sum = 0.0;
   for (size_t i = 0; i < row.size(); ++i) {
     const double error = std::fabs(double{logits[i]} - double{row[i]}) / unit;

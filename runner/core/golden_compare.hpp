@@ -11,6 +11,7 @@
 
 #include "calbin/golden.hpp"
 #include "calbin/manifest.hpp"
+#include "runner/core/decode_row.hpp"
 #include "runner/core/metrics.hpp"
 #include "runner/core/session_options.hpp"
 
@@ -38,6 +39,12 @@ struct ContractComparison {
   int32_t worst_id = -1;
   float device = 0.0f;  // at worst_id
   float contract = 0.0f;
+  // A ranked row: worst_id is a token the contract ranks above the device's last candidate
+  // by more than `ulps`, and the device left it out.
+  bool missing = false;
+
+  // "logit 7: device 1.5 vs contract 1.25", or what is missing from a ranked row.
+  std::string worst() const;
 };
 
 // Every contract row of a run folded together.
@@ -54,6 +61,11 @@ struct ContractSummary {
 };
 
 ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row);
+// Either kind of decode row against the contract row. A ranked row is judged on its K
+// values at their ids and on what it leaves out: a token the contract ranks above the
+// device's last candidate counts by how far above it is, so near-ties at the K-th place
+// within the gate may trade places.
+ContractComparison compare_contract(const DecodeRow& row, std::span<const float> contract);
 // The position, among the golden case's contract rows, of the row for the token of 0-based
 // sequence index `index`; nullopt when the golden set has none there (a set without a
 // contract reference has none at all).
@@ -93,6 +105,17 @@ Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCa
 // stored, else the golden top-k values at their ids).
 Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
                           uint32_t step, size_t top_k);
+// Either kind of decode row. A ranked row is compared on the ids it gave: greedy is its first
+// id, the top-k overlap is over min(K, top_k) ids, and cosine, gain, relative RMS and max abs
+// error are over its candidates against the golden values at the same ids (the golden's full
+// row when stored, else the ids both top lists hold).
+Comparison compare_decode(const DecodeRow& row, const calbin::GoldenCase& golden, uint32_t step,
+                          size_t top_k);
+// The contract reference's row of `index` compared as `row` is: ranked like the device when
+// `row` is ranked. nullopt when the golden set has no contract row there.
+std::optional<Comparison> compare_contract_decode(const DecodeRow& row,
+                                                  const calbin::GoldenCase& golden, uint64_t index,
+                                                  uint32_t step, size_t vocab, size_t top_k);
 
 // How far logits are from the FP32 golden in the FP32 gates' own terms: one row's comparison,
 // or a run's aggregates.

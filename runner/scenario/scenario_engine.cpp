@@ -688,25 +688,32 @@ Problem Engine::submit(Seq& seq, ModelIo& io, std::span<const int32_t> tokens,
   if (check == Check::none || spec_.bug == PolicyBug::skip_output_check) {
     return {};
   }
-  std::vector<float> logits;
-  {
-    const calrt::Mapping map =
-        meter_->timed("Buffer_Map", [&] { return io.output.map(io.logits_output, timeout()); });
-    logits = read_row_f32(map.bytes(), io.logits());
+  // A ranked decode maps its two outputs: both are the one Buffer_Map the meter counts.
+  const DecodeRow output =
+      meter_->timed("Buffer_Map", [&] { return read_decode_row(io, 0, timeout()); });
+  const size_t vocab = s_.info.vocab;
+  if (output.ranked()) {
+    if (const std::string defect = ranked_row_defect(output, vocab); !defect.empty()) {
+      return Problem::of(Problem::Kind::mismatch, "output does not match golden: " + defect);
+    }
   }
   const size_t top_k = cases_.top_k;
-  const Comparison c = check == Check::prefill ? compare_prefill(logits, *seq.golden, top_k)
-                                               : compare_decode(logits, *seq.golden, step, top_k);
+  const Comparison c = check == Check::prefill ? compare_prefill(output.logits, *seq.golden, top_k)
+                                               : compare_decode(output, *seq.golden, step, top_k);
   ++seq.greedy_total;
   seq.greedy_agree += c.argmax == c.expected_argmax ? 1 : 0;
   // The FP32 gates open to the contract reference's distance at this shape, as in the smoke.
   const uint64_t token = check == Check::prefill ? seq.golden->prompt_len - 1
                                                  : uint64_t{seq.golden->prompt_len} + step;
   std::optional<Comparison> reference;
-  if (const auto row = contract_row(*seq.golden, token, logits.size());
-      row && options_.thresholds.scale_fp32_gates) {
-    reference = check == Check::prefill ? compare_prefill(*row, *seq.golden, top_k)
-                                        : compare_decode(*row, *seq.golden, step, top_k);
+  if (options_.thresholds.scale_fp32_gates) {
+    if (check == Check::prefill) {
+      if (const auto row = contract_row(*seq.golden, token, vocab)) {
+        reference = compare_prefill(*row, *seq.golden, top_k);
+      }
+    } else {
+      reference = compare_contract_decode(output, *seq.golden, token, step, vocab, top_k);
+    }
   }
   std::vector<std::string> why =
       reference

@@ -105,22 +105,22 @@ class CaseRunner {
       const uint32_t offset = c * chunk;
       const uint32_t count = std::min(chunk, g_.prompt_len - offset);
       const std::span<const int32_t> tokens(g_.tokens.data() + offset, count);
-      logits = submit(s_.prefill, tokens, static_cast<int32_t>(offset), offset, CasePhase::prefill,
-                      fmt::format("{} chunk {}/{}", label, c + 1, chunks));
-      if (!logits) {
+      auto row = submit(s_.prefill, tokens, static_cast<int32_t>(offset), offset,
+                        CasePhase::prefill, fmt::format("{} chunk {}/{}", label, c + 1, chunks));
+      if (!row) {
         return std::nullopt;
       }
       if (against_contract) {
-        check_contract(*logits, offset + count - 1, CasePhase::prefill);
+        check_contract(*row, offset + count - 1, CasePhase::prefill);
       }
+      logits = std::move(row->logits);
     }
     return logits;
   }
 
   // One decode submission of `token` as sequence token number `index` (0-based), with the
   // injected defects applied where asked.
-  std::optional<std::vector<float>> decode(int32_t token, uint32_t index,
-                                           const std::string& label) {
+  std::optional<DecodeRow> decode(int32_t token, uint32_t index, const std::string& label) {
     const RunnerBug bug = s_.options.bug;
     const auto position = static_cast<int32_t>(index + (bug == RunnerBug::position ? 1 : 0));
     const uint64_t past = index + (bug == RunnerBug::past_kv ? 1 : 0);
@@ -131,13 +131,13 @@ class CaseRunner {
   bool teacher_forced_decode() {
     phase_ = CasePhase::decode;
     for (uint32_t step = 0; step < g_.decode_steps; ++step) {
-      const auto logits =
+      const auto row =
           decode(g_.greedy[step], g_.prompt_len + step, fmt::format("decode step {}", step));
-      if (!logits) {
+      if (!row) {
         return false;
       }
-      compare_decode(*logits, step);
-      check_contract(*logits, g_.prompt_len + step, CasePhase::decode);
+      compare_decode(*row, step);
+      check_contract(*row, g_.prompt_len + step, CasePhase::decode);
     }
     return true;
   }
@@ -153,12 +153,12 @@ class CaseRunner {
     }
     r_.free_agreed = 1;
     for (uint32_t step = 0; step < g_.decode_steps; ++step) {
-      const auto logits =
+      const auto row =
           decode(token, g_.prompt_len + step, fmt::format("free-running decode step {}", step));
-      if (!logits) {
+      if (!row) {
         return;
       }
-      token = argmax(*logits);
+      token = row->best();
       if (token != g_.greedy[step + 1]) {
         return;  // diverged: the rest of the sequence cannot agree
       }
@@ -166,20 +166,20 @@ class CaseRunner {
     }
   }
 
-  std::optional<std::vector<float>> submit(ModelIo& io, std::span<const int32_t> tokens,
-                                           int32_t first_position, uint64_t past, CasePhase phase,
-                                           const std::string& label);
+  std::optional<DecodeRow> submit(ModelIo& io, std::span<const int32_t> tokens,
+                                  int32_t first_position, uint64_t past, CasePhase phase,
+                                  const std::string& label);
   void write_inputs(ModelIo& io, std::span<const int32_t> tokens, int32_t first_position,
                     uint64_t past);
-  std::optional<std::vector<float>> run_job(ModelIo& io, CasePhase phase);
+  std::optional<DecodeRow> run_job(ModelIo& io, CasePhase phase);
   void check_kv_bookkeeping(CasePhase phase);
   void compare_prefill(const std::vector<float>& logits);
-  void compare_decode(const std::vector<float>& logits, uint32_t step);
+  void compare_decode(const DecodeRow& row, uint32_t step);
   // Folds one comparison (and the contract reference's of the same row, when the golden set
   // has it) into the case and judges it.
   void record(CasePhase phase, const Comparison& c, const std::optional<Comparison>& reference,
               uint32_t step);
-  void check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase);
+  void check_contract(const DecodeRow& row, uint64_t index, CasePhase phase);
   void read_probes(const calrt::Job& job);
   // The relative error of the last job's probes at each point against the contract's for
   // the row at `at`; empty when either side has none (the reason goes into r_.probes).
@@ -209,9 +209,9 @@ class CaseRunner {
   std::string probes_error_;
 };
 
-std::optional<std::vector<float>> CaseRunner::submit(ModelIo& io, std::span<const int32_t> tokens,
-                                                     int32_t first_position, uint64_t past,
-                                                     CasePhase phase, const std::string& label) {
+std::optional<DecodeRow> CaseRunner::submit(ModelIo& io, std::span<const int32_t> tokens,
+                                            int32_t first_position, uint64_t past, CasePhase phase,
+                                            const std::string& label) {
   const calrt::KvInfo before = kv_.info();
   last_ = Submission{r_.name,
                      label,
@@ -235,12 +235,12 @@ std::optional<std::vector<float>> CaseRunner::submit(ModelIo& io, std::span<cons
   r_.wall_ms[0] += fill.elapsed_ms();
   phase_ = phase;
   const Stopwatch job;
-  auto logits = run_job(io, phase);
+  auto row = run_job(io, phase);
   r_.wall_ms[static_cast<size_t>(phase)] += job.elapsed_ms();
-  if (logits) {
+  if (row) {
     fed_ += static_cast<uint32_t>(tokens.size());
   }
-  return logits;
+  return row;
 }
 
 // Step 5: tokens and positions into their tensors, the two CSRs set and read back.
@@ -255,7 +255,7 @@ void CaseRunner::write_inputs(ModelIo& io, std::span<const int32_t> tokens, int3
   }
 }
 
-std::optional<std::vector<float>> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
+std::optional<DecodeRow> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
   const FinishedJob done = run_model_job(s_, io);
   if (!done.failure.empty()) {
     fail(phase, done.failure, true);
@@ -269,14 +269,23 @@ std::optional<std::vector<float>> CaseRunner::run_job(ModelIo& io, CasePhase pha
   last_.kv_info_after = true;
   check_kv_bookkeeping(phase);
   const Stopwatch readout;
-  const calrt::Mapping map = io.output.map(io.logits_output, s_.timeout());
-  calrt::TensorDesc layout = io.logits();
-  if (s_.options.bug == RunnerBug::tile16 && layout.tile_d0 != 0) {
-    layout.tile_d0 = 16;  // the injected defect: a runner that assumes the tiny calbin's tile
+  DecodeRow row;
+  if (io.ranked()) {
+    row = read_decode_row(io, 0, s_.timeout());
+    if (const std::string defect = ranked_row_defect(row, s_.info.vocab); !defect.empty()) {
+      fail(phase, defect, true);
+      return std::nullopt;
+    }
+  } else {
+    const calrt::Mapping map = io.output.map(io.logits_output, s_.timeout());
+    calrt::TensorDesc layout = io.logits();
+    if (s_.options.bug == RunnerBug::tile16 && layout.tile_d0 != 0) {
+      layout.tile_d0 = 16;  // the injected defect: a runner that assumes the tiny calbin's tile
+    }
+    row.logits = read_row_f32(map.bytes(), layout);
   }
-  auto logits = read_row_f32(map.bytes(), layout);
   r_.readout_ms += readout.elapsed_ms();
-  return logits;
+  return row;
 }
 
 // The KV must continue the sequence exactly: the job starts at the fill level and extends
@@ -315,12 +324,10 @@ void CaseRunner::compare_prefill(const std::vector<float>& logits) {
   record(CasePhase::prefill, c, reference, 0);
 }
 
-void CaseRunner::compare_decode(const std::vector<float>& logits, uint32_t step) {
-  const Comparison c = runner::compare_decode(logits, g_, step, top_k_);
-  std::optional<Comparison> reference;
-  if (const auto row = contract_row(g_, g_.prompt_len + step, logits.size())) {
-    reference = runner::compare_decode(*row, g_, step, top_k_);
-  }
+void CaseRunner::compare_decode(const DecodeRow& row, uint32_t step) {
+  const Comparison c = runner::compare_decode(row, g_, step, top_k_);
+  const std::optional<Comparison> reference =
+      compare_contract_decode(row, g_, g_.prompt_len + step, step, s_.info.vocab, top_k_);
   record(CasePhase::decode, c, reference, step);
 }
 
@@ -392,23 +399,25 @@ std::vector<double> CaseRunner::probe_errors(size_t at) {
 // The device-contract gate, row by row: the contract reference computes exactly the numerics
 // the device declares, so anything beyond a few BF16 ULPs is a defect, however small next
 // to the quantisation noise the FP32 gates must allow.
-void CaseRunner::check_contract(const std::vector<float>& logits, uint64_t index, CasePhase phase) {
+void CaseRunner::check_contract(const DecodeRow& device_row, uint64_t index, CasePhase phase) {
   const std::optional<size_t> at = contract_row_at(g_, index);
   if (!at) {
     return;
   }
-  if ((*at + 1) * logits.size() > g_.contract_logits.size()) {
+  const size_t vocab = s_.info.vocab;
+  if ((*at + 1) * vocab > g_.contract_logits.size()) {
     fail(phase,
          fmt::format("token {}: the golden contract rows hold {} values, too few for a logits "
                      "row of {}",
-                     index, g_.contract_logits.size(), logits.size()),
+                     index, g_.contract_logits.size(), vocab),
          false);
     return;
   }
   const std::span<const float> row =
-      std::span<const float>(g_.contract_logits).subspan(*at * logits.size(), logits.size());
-  const ContractComparison c = compare_contract(logits, row);
-  r_.contract.add(c, row.size());
+      std::span<const float>(g_.contract_logits).subspan(*at * vocab, vocab);
+  const ContractComparison c = compare_contract(device_row, row);
+  const size_t compared = device_row.logits.size();
+  r_.contract.add(c, compared);
   const std::vector<double> errors = probe_errors(*at);
   nlohmann::json entry{{"phase", "contract"},      {"token", index},
                        {"ulps", c.ulps},           {"mean_ulps", c.mean_ulps},
@@ -421,10 +430,9 @@ void CaseRunner::check_contract(const std::vector<float>& logits, uint64_t index
   const double limit = s_.options.thresholds.max_contract_ulps;
   if (!(c.ulps <= limit)) {
     fail(phase,
-         fmt::format("token {}: {:.1f} BF16 ULPs from the device-contract reference > {} (logit "
-                     "{}: device {} vs contract {}; {} of {} logits differ)",
-                     index, c.ulps, limit, c.worst_id, c.device, c.contract, c.differing,
-                     row.size()),
+         fmt::format("token {}: {:.1f} BF16 ULPs from the device-contract reference > {} ({}; "
+                     "{} of {} logits differ)",
+                     index, c.ulps, limit, c.worst(), c.differing, compared),
          true);
   }
 }

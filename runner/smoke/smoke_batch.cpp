@@ -155,34 +155,40 @@ class BatchRunner {
     if (!run_job(s_.decode, fmt::format("decode step {} of {} rows", step, live.size()))) {
       return false;
     }
-    const calrt::Mapping map = s_.decode.output.map(s_.decode.logits_output, s_.timeout());
-    const calrt::TensorDesc& layout = s_.decode.logits();
+    const calrt::TensorDesc& layout = s_.decode.ranked() ? s_.decode.top_ids() : s_.decode.logits();
     const size_t rows = static_cast<size_t>(layout.shape.empty() ? 0 : layout.shape.front());
     for (size_t row = 0; row < rows; ++row) {
-      const std::vector<float> logits = read_row_f32(map.bytes(), layout, row);
+      const DecodeRow output = read_decode_row(s_.decode, row, s_.timeout());
       if (row >= live.size()) {
         ++idle_rows_;
-        if (std::any_of(logits.begin(), logits.end(), [](float v) { return v != 0.0f; })) {
-          fail(fmt::format("decode step {}: idle row {} of {} holds non-zero logits", step, row,
-                           rows));
+        const auto nonzero = [](auto v) { return v != 0; };
+        if (std::any_of(output.logits.begin(), output.logits.end(), nonzero) ||
+            std::any_of(output.ids.begin(), output.ids.end(), nonzero)) {
+          fail(fmt::format("decode step {}: idle row {} of {} holds non-zero {}", step, row, rows,
+                           output.ranked() ? "ids or logits" : "logits"));
         }
         continue;
       }
-      compare(*live[row], row, step, logits);
+      compare(*live[row], row, step, output);
     }
     return true;
   }
 
   // Row `row`'s logits against its case's golden and contract rows, and its KV's fill level.
-  void compare(const Sequence& seq, size_t row, uint32_t step, const std::vector<float>& logits) {
+  void compare(const Sequence& seq, size_t row, uint32_t step, const DecodeRow& output) {
     const calbin::GoldenCase& g = *seq.golden;
     const uint64_t index = g.prompt_len + step;
     const std::string where = fmt::format("case {} in row {}, decode step {}", g.name, row, step);
-    const Comparison c = compare_decode(logits, g, step, top_k_);
-    std::optional<Comparison> reference;
-    if (const auto contract_logits = contract_row(g, index, logits.size())) {
-      reference = compare_decode(*contract_logits, g, step, top_k_);
+    const size_t vocab = s_.info.vocab;
+    if (output.ranked()) {
+      if (const std::string defect = ranked_row_defect(output, vocab); !defect.empty()) {
+        fail(where + ": " + defect);
+        return;
+      }
     }
+    const Comparison c = compare_decode(output, g, step, top_k_);
+    const std::optional<Comparison> reference =
+        compare_contract_decode(output, g, index, step, vocab, top_k_);
     decode_.add(c.cosine, c.max_abs_error, c.top_k_overlap);
     decode_.add_bias(c.gain, c.rel_rms);
     const bool decisive = c.golden_margin > s_.options.thresholds.tie_margin;
@@ -194,14 +200,12 @@ class BatchRunner {
             : shortfalls(c, t);
     if (!why.empty() && c.argmax != c.expected_argmax) why.pop_back();  // judged as a rate
     for (const std::string& reason : why) fail(where + ": " + reason);
-    if (const auto contract_logits = contract_row(g, index, logits.size())) {
-      const ContractComparison cc = compare_contract(logits, *contract_logits);
-      contract_.add(cc, contract_logits->size());
+    if (const auto contract_logits = contract_row(g, index, vocab)) {
+      const ContractComparison cc = compare_contract(output, *contract_logits);
+      contract_.add(cc, output.logits.size());
       if (!(cc.ulps <= t.max_contract_ulps)) {
-        fail(
-            fmt::format("{}: {:.1f} BF16 ULPs from the device-contract reference > {} (logit "
-                        "{}: device {} vs contract {})",
-                        where, cc.ulps, t.max_contract_ulps, cc.worst_id, cc.device, cc.contract));
+        fail(fmt::format("{}: {:.1f} BF16 ULPs from the device-contract reference > {} ({})", where,
+                         cc.ulps, t.max_contract_ulps, cc.worst()));
       }
     }
     const uint32_t filled = seq.kv.info().filled_tokens;

@@ -143,6 +143,8 @@ Status write_top_k(const calbin::Model& model, TensorBytes& output,
   for (size_t r = 0; r < logits.size(); ++r) {
     for (size_t i = 0; i < width; ++i) row[i] = calbin::f32_to_bf16(logits[r][i]);
     for (size_t i = 0; i < width; ++i) order[i] = static_cast<int32_t>(i);
+    // The mutant merges chip 0's candidates alone (k <= slice: the generator's check).
+    const size_t ranked = mutant == NumericsMutant::top_k_one_chip && k <= slice ? slice : width;
     // NaN ranks below every number, so a broken row still yields K distinct ids.
     const auto better = [&](int32_t a, int32_t b) {
       const float va = calbin::bf16_to_f32(row[static_cast<size_t>(a)]);
@@ -152,8 +154,8 @@ Status write_top_k(const calbin::Model& model, TensorBytes& output,
       if (!a_nan && va != vb) return va > vb;
       return a < b;
     };
-    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
-                      better);
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k),
+                      order.begin() + static_cast<ptrdiff_t>(ranked), better);
     std::vector<int32_t> ids(order.begin(), order.begin() + static_cast<ptrdiff_t>(k));
     std::vector<uint16_t> values(k);
     for (size_t j = 0; j < k; ++j) {
@@ -253,7 +255,8 @@ Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& out
     std::rotate(logits.begin(), logits.end() - 1, logits.end());
   }
   if (mutant == NumericsMutant::batch_pads_kept && !logits.empty()) {
-    const auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
+    auto index = find_role(model.outputs, calbin::TensorRole::kLogits);
+    if (!index) index = find_role(model.outputs, calbin::TensorRole::kTopIds);
     if (index && !model.outputs[*index].shape.empty()) {
       const auto batch = static_cast<size_t>(model.outputs[*index].shape.front());
       const std::vector<float> last = logits.back();  // resize must not read from itself

@@ -35,9 +35,10 @@ enum class NumericsMutant : uint8_t {
                             // not cleared)
   top_k_local_ids,          // on-device top-k: a chip's candidates keep their ids local to its
                             // slice of the vocabulary (chip 0's are right by luck)
+  top_k_one_chip,           // on-device top-k: the merge keeps chip 0's candidates only
 };
 
-inline constexpr std::array<std::string_view, 21> kNumericsMutantNames = {"none",
+inline constexpr std::array<std::string_view, 22> kNumericsMutantNames = {"none",
                                                                           "logits_scale",
                                                                           "q_norm_ignored",
                                                                           "k_norm_ignored",
@@ -57,6 +58,7 @@ inline constexpr std::array<std::string_view, 21> kNumericsMutantNames = {"none"
                                                                           "int4_nibbles_swapped",
                                                                           "batch_rows_rotated",
                                                                           "batch_pads_kept",
-                                                                          "top_k_local_ids"};
+                                                                          "top_k_local_ids",
+                                                                          "top_k_one_chip"};
 
 }  // namespace simdev

@@ -1,0 +1,38 @@
+// One decode row as the device gave it: the full logits row, or, for a decode that ranks on
+// the device (calrt.h, CALRT_ROLE_TOP_IDS), its K best ids and their logits. The smoke and
+// the scenarios compare either kind through the same calls (golden_compare.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "abi/calrt.hpp"
+
+namespace runner {
+
+struct ModelIo;
+
+struct DecodeRow {
+  std::vector<float> logits;  // full: the vocabulary's values; ranked: the K values, best first
+  std::vector<int32_t> ids;   // ranked: the K ids; empty for a full row
+
+  bool ranked() const { return !ids.empty(); }
+  // The greedy token: the first id, or the row's argmax (lowest id on ties, NaN never).
+  int32_t best() const;
+};
+
+// Row `row` of the model's output buffer, mapped within `timeout`: the logits row, or the
+// ranked ids and values when the model ranks on the device.
+DecodeRow read_decode_row(ModelIo& io, size_t row, calrt::Timeout timeout);
+
+// What is wrong with a ranked row against the ABI's promise (ids inside the vocabulary, none
+// twice, values best first, equal values in increasing id order); empty when nothing is.
+std::string ranked_row_defect(const DecodeRow& row, size_t vocab);
+
+// `full`'s K best entries as the device is to rank them (value, then id; NaN last): the
+// contract reference's row in the device's terms.
+DecodeRow rank_like_device(std::span<const float> full, size_t k);
+
+}  // namespace runner
