@@ -24,6 +24,18 @@ std::string known_presets() {
   return names;
 }
 
+// --decode-top-k against the model it changes.
+calbin::Result<void> check_overrides(const GenOptions& options, ModelConfig config) {
+  if (options.decode_top_k == 0) {
+    return {};
+  }
+  config.decode_top_k = options.decode_top_k;
+  if (auto checked = check_config(config); !checked) {
+    return calbin::fail("", "--decode-top-k", checked.error().message);
+  }
+  return {};
+}
+
 calbin::Result<void> check_options(const GenOptions& options) {
   if (!options.weights_dir.empty() && options.config_file.empty()) {
     return calbin::fail("", "--weights", "needs --config: the weights' model config");
@@ -33,6 +45,7 @@ calbin::Result<void> check_options(const GenOptions& options) {
     if (!config) {
       return tl::unexpected(config.error());
     }
+    if (auto ok = check_overrides(options, *config); !ok) return ok;
     if (!options.weights_dir.empty() && config->architecture == "llama") {
       return calbin::fail(options.config_file.string(), "model_type",
                           "'llama': its checkpoints have no q_norm/k_norm, which the device's "
@@ -48,9 +61,11 @@ calbin::Result<void> check_options(const GenOptions& options) {
         return tl::unexpected(error);
       }
     }
-  } else if (find_preset(options.preset) == nullptr) {
+  } else if (const PresetEntry* preset = find_preset(options.preset); preset == nullptr) {
     return calbin::fail("", "--preset",
                         "unknown preset '" + options.preset + "' (known: " + known_presets() + ")");
+  } else if (auto ok = check_overrides(options, preset->config()); !ok) {
+    return ok;
   }
   if (options.out_dir.empty() || !options.out_dir.has_filename()) {
     return calbin::fail(

@@ -7,6 +7,7 @@
 
 #include "calbin/manifest.hpp"
 #include "simdev/gen/generate.hpp"
+#include "simdev/gen/model_config.hpp"
 
 namespace simdev::gen {
 
@@ -19,6 +20,8 @@ struct PresetEntry {
   std::string_view description;
   bool functional = false;
   PresetBuild build = nullptr;
+  // The model it builds, for checking options against it before anything is written.
+  ModelConfig (*config)() = nullptr;
 };
 
 std::span<const PresetEntry> preset_table();

@@ -103,6 +103,20 @@ std::string first_golden_file(const json& j) {
   throw std::runtime_error("no golden file");
 }
 
+// Adds a top_ids output to the decode model, in the logits' buffer (the service manifest
+// names the logits by index, so they stay outputs[0]).
+void add_ranked_ids(json& j, const std::vector<int64_t>& shape, const std::string& dtype) {
+  json& outputs = model_of_type(j, "decode")["outputs"];
+  json ids = outputs[0];
+  ids["name"] = "top_ids";
+  ids["role"] = "top_ids";
+  ids["layout"] = {{"kind", "row_major"}};
+  ids["shape"] = shape;
+  ids["dtype"] = dtype;
+  ids["bytes"] = shape[0] * shape[1] * (dtype == "int32" ? 4 : 2);
+  outputs.push_back(ids);
+}
+
 struct Member {
   std::string name;
   std::string intended_check;
@@ -194,6 +208,15 @@ std::vector<Member> corpus() {
        [](const Scratch& s) {
          s.edit([](json& j) { model_of_type(j, "prefill")["inputs"][0]["chip_mask"] = 7; });
        }},
+      // A ranked decode's ids (calrt.h, CALRT_ROLE_TOP_IDS) must be int32, [batch, K].
+      {"ranked_ids_not_int32", "llm.shapes",
+       [](const Scratch& s) { s.edit([](json& j) {
+                                add_ranked_ids(j, {1, 8}, "bf16");
+                              }); }},
+      {"ranked_rows_not_batch", "llm.shapes",
+       [](const Scratch& s) { s.edit([](json& j) {
+                                add_ranked_ids(j, {2, 8}, "int32");
+                              }); }},
       {"logits_on_no_chip", "chips.mask",
        [](const Scratch& s) {
          s.edit([](json& j) { model_of_type(j, "decode")["outputs"][0]["chip_mask"] = 0; });

@@ -281,6 +281,48 @@ TEST_F(BenchTest, TimingOnlyReferenceCalbinSamplesZeroLogits) {
 // row each. The check is physical, not a copy of the figures: more D2D bandwidth never makes
 // the first token later, and at a fixed D2D bandwidth the PCIe lanes hardly matter to a
 // 2-chip prefill; the sweep's points are the single runs that the same config would give.
+// The reference's A/B "full logits D2H vs NPU top-k": one sweep over the two packagings of
+// the model. A decode row's D2H is 303872 B of BF16 logits against 40 ids and their logits
+// (240 B): over PCIe the link latency is all that is left.
+TEST_F(BenchTest, RankedDecodeSweptBesideTheFullRow) {
+  const fs::path json = dir_ / "ab.json";
+  const fs::path csv = dir_ / "ab.csv";
+  const CalrtRun run = bench(CALRT_TEST_REFERENCE_CALBIN,
+                             "--prompt-len 512 --gen-len 9 --runs 1 --warmup 0 --mode sync "
+                             "--sweep calbin=" +
+                                 std::string(CALRT_TEST_REFERENCE_CALBIN) + "," +
+                                 CALRT_TEST_RANKED_REFERENCE_CALBIN + " --json " + quoted(json) +
+                                 " --csv " + quoted(csv));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json doc = read_json(json);
+  ASSERT_EQ(doc["points"].size(), 2u);
+  const nlohmann::json& full = doc["points"][0];
+  const nlohmann::json& ranked = doc["points"][1];
+  EXPECT_EQ(full["config"]["calbin"], CALRT_TEST_REFERENCE_CALBIN);
+  const double full_d2h = full["d2h_decode_p50_us"].get<double>();
+  const double ranked_d2h = ranked["d2h_decode_p50_us"].get<double>();
+  EXPECT_GT(full_d2h, 5 * ranked_d2h) << full_d2h << " vs " << ranked_d2h;
+  EXPECT_TRUE(ranked["host_step_p50_us"].is_number());
+  EXPECT_NE(read_text(csv).find("d2h_decode_p50_us,host_step_p50_us"), std::string::npos);
+}
+
+// Greedy takes the first id; top-k sampling draws among the device's candidates, and a k the
+// device does not give is refused naming both.
+TEST_F(BenchTest, RankedDecodeSamplesWithinItsCandidates) {
+  const CalrtRun greedy =
+      bench(CALRT_TEST_RANKED_CALBIN, "--prompt-len 17 --gen-len 8 --runs 1 --warmup 0");
+  EXPECT_EQ(greedy.exit_code, 0) << greedy.output;
+  const CalrtRun sampled = bench(CALRT_TEST_RANKED_CALBIN,
+                                 "--prompt-len 17 --gen-len 8 --runs 1 --warmup 0 "
+                                 "--sampling top-k --top-k 40 --sampling-seed 3");
+  EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
+  const CalrtRun beyond = bench(CALRT_TEST_RANKED_CALBIN,
+                                "--prompt-len 17 --gen-len 8 --runs 1 --sampling top-k --top-k 41");
+  EXPECT_EQ(beyond.exit_code, 2) << beyond.output;
+  EXPECT_NE(beyond.output.find("--top-k 41"), std::string::npos) << beyond.output;
+  EXPECT_NE(beyond.output.find("best 40 ids only"), std::string::npos) << beyond.output;
+}
+
 TEST_F(BenchTest, SweepRunsEveryPointOfTwoKeys) {
   const fs::path csv = dir_ / "sweep.csv";
   const fs::path json = dir_ / "sweep.json";

@@ -73,6 +73,27 @@ TEST_F(SmokeTest, ThroughTheSimulatorLibraryPasses) {
   EXPECT_NE(run.output.find("(library)"), std::string::npos);
 }
 
+// A decode that ranks on the device (its 40 best ids and logits): the same eight steps pass,
+// and a merge that keeps one chip's candidates fails the decode step, naming a token the
+// contract ranks above the device's last candidate.
+TEST_F(SmokeTest, ARankedDecodePassesAndAOneChipMergeFails) {
+  const fs::path report = dir_ / "report.json";
+  const CalrtRun run =
+      run_calrt("smoke " + quoted(CALRT_TEST_RANKED_CALBIN) + " --json " + quoted(report));
+  expect_all_steps_pass(run, report);
+  const CalrtRun mutant = run_calrt("smoke " + quoted(CALRT_TEST_RANKED_CALBIN) +
+                                    " --device-config numerics_mutant=top_k_one_chip");
+  EXPECT_EQ(mutant.exit_code, 1) << mutant.output;
+  EXPECT_NE(mutant.output.find("[FAIL] 7 decode"), std::string::npos) << mutant.output;
+  EXPECT_NE(mutant.output.find("left out of the device's ranked candidates"), std::string::npos)
+      << mutant.output;
+  // Ids local to each chip's slice repeat chip 0's: the row breaks the ABI's promise.
+  const CalrtRun local = run_calrt("smoke " + quoted(CALRT_TEST_RANKED_CALBIN) +
+                                   " --device-config numerics_mutant=top_k_local_ids");
+  EXPECT_EQ(local.exit_code, 1) << local.output;
+  EXPECT_NE(local.output.find("repeats id"), std::string::npos) << local.output;
+}
+
 TEST_F(SmokeTest, DeviceSideErrorIsExitOne) {
   const CalrtRun run =
       run_calrt("smoke " + quoted(CALRT_TEST_CALBIN) + " --device-config 'bogus=1'");

@@ -166,6 +166,11 @@ TEST_F(ConfigErrors, ProjectYamlKeys) {
   expect_error(write("c.yaml", "name: '--'\n"), "name", "'--' has no letter or digit");
   expect_error(write("d.yaml", "name: d\nlayers: two\n"), "layers", "'two' is not a positive");
   expect_error(write("e.yaml", "name: e\nrms_eps: 0\n"), "rms_eps", "'0' is not a positive");
+  // The default vocabulary of 1000 over two chips: a chip ranks at most its 500.
+  expect_error(write("k.yaml", "name: k\ndecode_top_k: 501\n"), "decode_top_k",
+               "501 exceeds a chip's slice of the vocabulary (500)");
+  expect_error(write("l.yaml", "name: l\ndecode_top_k: -1\n"), "decode_top_k",
+               "'-1' is not a positive");
   expect_error(write("v.yaml", "name: v\nv_cache: int4\n"), "v_cache",
                "'int4' is not bf16 or int8");
   expect_error(write("w.yaml", "name: w\nv_cache: [int8]\n"), "v_cache", "not bf16 or int8");

@@ -58,6 +58,10 @@ TEST(SimdevTool, UsageErrorsExitTwoOnStderr) {
   for (const Case& c :
        {Case{"gen", "--out"}, Case{"gen --preset bogus --out x", "bogus"},
         Case{"gen --out ''", "--out"}, Case{"gen --out '" + existing.string() + "'", "--force"},
+        Case{"gen --preset tiny --out x --decode-top-k 0", "--decode-top-k"},
+        // Found once the model is known: the tiny vocabulary of 1000 over two chips.
+        Case{"gen --preset tiny --out '" + (existing / "ranked").string() + "' --decode-top-k 501",
+             "--decode-top-k: 501 exceeds a chip's slice of the vocabulary (500)"},
         Case{"bogus", "bogus"}, Case{"serve --socket x.sock --runtime-dir y", "--runtime-dir"},
         Case{"serve --socket x.sock --calbin-root /nonexistent-calbin-root",
              "/nonexistent-calbin-root"},
@@ -69,7 +73,7 @@ TEST(SimdevTool, UsageErrorsExitTwoOnStderr) {
         << c.args << ": the error went to stdout\n"
         << run.out;
   }
-  // The directory that was refused is untouched.
+  // The directory that was refused is untouched, and a refused calbin left nothing behind.
   EXPECT_TRUE(fs::is_empty(existing));
   fs::remove_all(existing);
 }
