@@ -353,10 +353,13 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
     q.record.sample_ns.push_back(rank.charged_ns);
     return;
   }
-  std::vector<float> logits;
+  // The fused pass: the FP32 row and its top k in one read of the BF16 row (read_row_pick).
+  const size_t k = std::clamp<size_t>(o.sampling.top_k, 1, vocab);
+  std::vector<float> logits(vocab);
+  RowPick pick;
   const HostSpan convert = host_.run(io.logits().bytes + 4 * vocab, [&] {
     const calrt::Mapping map = output.map(io.logits_output, s_.timeout());
-    logits = read_row_f32(map.bytes(), io.logits());
+    pick = read_row_pick(map.bytes(), io.logits(), 0, logits, k);
   });
   run.mode.host.push_back(
       {"bf16->fp32", convert.begin_ns, convert.end_ns, submission, run.key, q.index});
@@ -367,9 +370,13 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
   const uint64_t stream =
       derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
   int32_t token = -1;
-  const uint64_t sample_bytes = 8 * vocab;  // top-k (bench_host_time.hpp)
-  const HostSpan sample =
-      host_.run(sample_bytes, [&] { token = sample_token(logits, o.sampling, stream); });
+  const uint64_t sample_bytes = 8 * k;  // the candidates' weights (bench_host_time.hpp)
+  const HostSpan sample = host_.run(sample_bytes, [&] {
+    std::vector<float> ranked;
+    for (const int32_t id : pick.top_k) ranked.push_back(logits[static_cast<size_t>(id)]);
+    token = pick.top_k.empty() ? pick.argmax
+                               : pick.top_k[draw_candidate(ranked, o.sampling.temperature, stream)];
+  });
   run.mode.host.push_back({"sample", sample.begin_ns, sample.end_ns, submission, run.key, q.index});
   q.record.tokens.push_back(token);
   q.record.token_ready.push_back(sample.end_ns);
@@ -400,8 +407,9 @@ void BenchEngine::finish_ranked_token(RunState& run, Request& q, const ModelIo& 
     values = read_row_f32(value_map.bytes(), io.top_logits());
     const uint64_t stream =
         derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
-    const int32_t pick = sample_token(values, o.sampling, stream);
-    token = pick >= 0 && static_cast<uint32_t>(pick) < k ? ids[static_cast<size_t>(pick)] : -1;
+    const size_t first = std::min<size_t>(o.sampling.top_k, k);
+    token = ids[draw_candidate(std::span<const float>(values).first(first), o.sampling.temperature,
+                               stream)];
   });
   run.mode.host.push_back(
       {greedy ? "rank" : "sample", read.begin_ns, read.end_ns, submission, run.key, q.index});

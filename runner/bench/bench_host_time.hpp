@@ -16,10 +16,10 @@
 //            rewritten whole: values plus zero fill and tiling padding)
 //   rank     greedy: the logits tensor as stored (BF16, tiling padding included) read once
 //            and ranked in place (rank_row), no FP32 row: logits.bytes
-//   convert  top-k: the logits tensor as stored read, plus the FP32 row written:
-//            logits.bytes + 4 * vocab
-//   sample   top-k: the FP32 row read twice (the selection and the copy of the candidates it
-//            sorts), 8 * vocab
+//   convert  top-k: the logits tensor as stored read, the FP32 row written and ranked in the
+//            same pass (read_row_pick): logits.bytes + 4 * vocab
+//   sample   top-k: the k candidates' logits and weights, 8 * k
+//   ranked   a decode that ranked on the device: its ids' and logits' tensors as stored
 // Runtimes without the clock extension (real hardware) cannot be charged: there the device
 // clock is real and already contains the host's time.
 #pragma once

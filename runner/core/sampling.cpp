@@ -47,35 +47,45 @@ int32_t sample_token(std::span<const float> logits, const SamplingConfig& config
   if (ids.empty()) {
     return argmax(logits);
   }
+  std::vector<float> ranked;
+  ranked.reserve(ids.size());
+  for (const int32_t id : ids) ranked.push_back(logits[static_cast<size_t>(id)]);
+  return ids[draw_candidate(ranked, config.temperature, stream)];
+}
+
+size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_t stream) {
+  if (ranked.empty()) {
+    return 0;
+  }
   // Softmax over the candidates, shifted by the largest logit so exp() cannot overflow.
-  const double top = logits[static_cast<size_t>(ids.front())];
-  std::vector<double> weights(ids.size(), 0.0);
+  const double top = ranked.front();
+  std::vector<double> weights(ranked.size(), 0.0);
   double total = 0.0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const double logit = logits[static_cast<size_t>(ids[i])];
-    const double w = std::isnan(logit) ? 0.0 : std::exp((logit - top) / config.temperature);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const double logit = ranked[i];
+    const double w = std::isnan(logit) ? 0.0 : std::exp((logit - top) / temperature);
     weights[i] = std::isfinite(w) ? w : 0.0;
     total += weights[i];
   }
   if (!(total > 0.0)) {
-    return ids.front();  // every candidate NaN: fall back to the best ranked
+    return 0;  // every candidate NaN: fall back to the best ranked
   }
   SplitMix64 draw(stream);
   const double target = draw.uniform() * total;
   double cumulative = 0.0;
-  for (size_t i = 0; i < ids.size(); ++i) {
+  for (size_t i = 0; i < ranked.size(); ++i) {
     cumulative += weights[i];
     if (target < cumulative) {
-      return ids[i];
+      return i;
     }
   }
   // Rounding left target == total: the last candidate that has any weight.
-  for (size_t i = ids.size(); i-- > 0;) {
+  for (size_t i = ranked.size(); i-- > 0;) {
     if (weights[i] > 0.0) {
-      return ids[i];
+      return i;
     }
   }
-  return ids.front();
+  return 0;
 }
 
 }  // namespace runner

@@ -47,4 +47,10 @@ uint64_t derive_stream(uint64_t seed, std::initializer_list<uint64_t> keys);
 // never win; an empty span gives -1.
 int32_t sample_token(std::span<const float> logits, const SamplingConfig& config, uint64_t stream);
 
+// The draw of top-k sampling alone, for a caller that has the candidates already (ranked on
+// the device, or by read_row_pick while converting the row): `ranked` are their logits, best
+// first; the index of the one drawn from the softmax of ranked / temperature. The same draw
+// as sample_token makes over the same candidates; empty gives 0.
+size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_t stream);
+
 }  // namespace runner

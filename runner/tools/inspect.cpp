@@ -72,7 +72,7 @@ void print_header(const calbin::Manifest& m, json& doc) {
 void print_tensors(const char* dir, const std::vector<calbin::TensorDesc>& list, json& out) {
   for (size_t i = 0; i < list.size(); ++i) {
     const calbin::TensorDesc& t = list[i];
-    std::printf("    %-3s %zu %-12s %-8s %-5s %-14s %-13s %10llu B  @0x%llx  chips 0x%x\n", dir, i,
+    std::printf("    %-3s %zu %-12s %-10s %-5s %-14s %-13s %10llu B  @0x%llx  chips 0x%x\n", dir, i,
                 t.name.c_str(), std::string(calbin::to_string(t.role)).c_str(),
                 std::string(calbin::to_string(t.dtype)).c_str(), shape_text(t.shape).c_str(),
                 layout_text(t.layout).c_str(), static_cast<unsigned long long>(t.bytes),

@@ -70,6 +70,26 @@ TEST(BenchSampling, TopOneIsGreedyAndNanNeverWins) {
   }
 }
 
+// The draw alone, as the bench's fused path and a ranked decode make it: the candidates' logits
+// best first. Two equal candidates, and a third far below: the draws split between the first
+// two about evenly (e^-20 leaves the third out), the same stream draws the same index, NaN
+// is never drawn, and nothing to draw from gives the first place.
+TEST(BenchSampling, TheDrawAloneSplitsByTheSoftmax) {
+  const std::vector<float> ranked = {3.0f, 3.0f, -17.0f};
+  size_t firsts = 0;
+  for (uint64_t s = 0; s < 1000; ++s) {
+    const size_t drawn = draw_candidate(ranked, 1.0, derive_stream(5, {s}));
+    ASSERT_LT(drawn, 2u);
+    EXPECT_EQ(drawn, draw_candidate(ranked, 1.0, derive_stream(5, {s})));
+    firsts += drawn == 0 ? 1 : 0;
+  }
+  EXPECT_GT(firsts, 430u);
+  EXPECT_LT(firsts, 570u);
+  const std::vector<float> with_nan = {2.0f, std::numeric_limits<float>::quiet_NaN(), 1.0f};
+  for (uint64_t s = 0; s < 100; ++s) EXPECT_NE(draw_candidate(with_nan, 1.0, s), 1u);
+  EXPECT_EQ(draw_candidate({}, 1.0, 3), 0u);
+}
+
 TEST(BenchSampling, StreamsDifferPerCoordinate) {
   EXPECT_NE(derive_stream(1, {0, 0, 0}), derive_stream(1, {0, 0, 1}));
   EXPECT_NE(derive_stream(1, {0, 1, 0}), derive_stream(1, {1, 0, 0}));
