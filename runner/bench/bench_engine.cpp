@@ -351,6 +351,7 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
     q.record.tokens.push_back(token);
     q.record.token_ready.push_back(rank.end_ns);
     q.record.sample_ns.push_back(rank.charged_ns);
+    q.record.step_ns.push_back(rank.charged_ns);
     return;
   }
   // The fused pass: the FP32 row and its top k in one read of the BF16 row (read_row_pick).
@@ -382,6 +383,7 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
   q.record.token_ready.push_back(sample.end_ns);
   q.record.convert_ns.push_back(convert.charged_ns);
   q.record.sample_ns.push_back(sample.charged_ns);
+  q.record.step_ns.push_back(convert.charged_ns + sample.charged_ns);
 }
 
 // A decode that ranked on the device: greedy is its first id; top-k sampling (k within the
@@ -429,6 +431,7 @@ void BenchEngine::finish_ranked_token(RunState& run, Request& q, const ModelIo& 
   q.record.tokens.push_back(token);
   q.record.token_ready.push_back(read.end_ns);
   q.record.sample_ns.push_back(read.charged_ns);
+  q.record.step_ns.push_back(read.charged_ns);
 }
 
 }  // namespace runner

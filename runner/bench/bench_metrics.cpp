@@ -60,7 +60,11 @@ const std::vector<MetricSpec>& bench_metric_specs() {
        "from BF16 (in its tiled layout) to an FP32 row"},
       {"sampling", false, "us",
        "per generated token: host time of the sampler; greedy maps the logits output and ranks "
-       "the BF16 row in place (no FP32 row), top-k samples the FP32 row"},
+       "the BF16 row in place (no FP32 row), top-k draws among the candidates the conversion "
+       "ranked; a decode ranked on the device maps its ids (and, for top-k, its logits)"},
+      {"host_step", false, "us",
+       "per generated token: host time from the mapped output to the token, bf16_to_fp32 and "
+       "sampling together: what a decode that ranks on the device saves"},
   };
   return specs;
 }
@@ -120,6 +124,9 @@ std::vector<MetricRow> compute_metrics(const ModeRecord& mode, const BenchOption
     }
     for (const int64_t ns : seq.sample_ns) {
       samples["sampling"].push_back(to_us(ns));
+    }
+    for (const int64_t ns : seq.step_ns) {
+      samples["host_step"].push_back(to_us(ns));
     }
   }
   for (const RunRecord& run : mode.runs) {

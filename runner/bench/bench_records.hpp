@@ -70,6 +70,8 @@ struct SequenceRecord {
   std::vector<int64_t> token_ready;  // device time the host finished sampling each token
   std::vector<int64_t> convert_ns;   // top-k: BF16->FP32 of each token's logits, as charged
   std::vector<int64_t> sample_ns;    // sampling (greedy: ranking) of each token, as charged
+  std::vector<int64_t> step_ns;      // each token's whole host step, from the mapped output
+                                     // to the token (convert and sample for top-k), as charged
 };
 
 struct RunRecord {

@@ -55,7 +55,7 @@ constexpr Column kColumns[] = {
     // What a decode that ranks on the device saves (`--sweep calbin=FULL,RANKED`): the output
     // DMA and the host's step from the mapped output to the next token.
     {"d2h_decode", "p50", "d2h_decode_p50_us"},
-    {"sampling", "p50", "host_step_p50_us"},
+    {"host_step", "p50", "host_step_p50_us"},
 };
 
 std::optional<double> figure(const Point& p, const Column& c) {
