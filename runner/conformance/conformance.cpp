@@ -169,6 +169,18 @@ std::vector<ClauseResult> run_conformance(
   if (auto verified = calbin::verify_files(options.calbin, *manifest); !verified) {
     throw std::invalid_argument("--calbin: " + verified.error().to_string());
   }
+  // The clauses read full logits rows: a calbin that ranks on the device is not theirs to
+  // judge, and failing them would blame the runtime.
+  for (const calbin::Model& model : manifest->models) {
+    for (const calbin::TensorDesc& tensor : model.outputs) {
+      if (tensor.role == calbin::TensorRole::kTopIds) {
+        throw std::invalid_argument(
+            "--calbin " + options.calbin.string() + ": model \"" + model.name +
+            "\" ranks on the device (output \"" + tensor.name +
+            "\" has role top_ids); the clauses drive full logits rows (simdev gen --preset tiny)");
+      }
+    }
+  }
   if (!api) {
     throw std::invalid_argument("no runtime table");
   }

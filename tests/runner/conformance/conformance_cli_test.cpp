@@ -168,6 +168,18 @@ TEST(ConformanceCli, MissingCalbinIsBadInput) {
   EXPECT_NE(run.output.find("/nonexistent/calbin"), std::string::npos) << run.output;
 }
 
+// The clauses read full logits rows: a calbin that ranks on the device is refused before any
+// clause runs, not failed against the runtime.
+TEST(ConformanceCli, ARankedDecodeCalbinIsBadInput) {
+  const CalrtRun run = run_calrt("conformance --device " + ::quoted(fs::path(CALRT_SIM_SO)) +
+                                 " --calbin " + ::quoted(fs::path(CALRT_TEST_RANKED_CALBIN)));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("ranks on the device (output \"top_ids\" has role top_ids)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("PASS"), std::string::npos) << "ran clauses before refusing";
+}
+
 TEST(ConformanceCli, UnknownOnlyPrefixIsBadInput) {
   const CalrtRun run = run_calrt(conformance_args(CALRT_SIM_SO) + " --only KV,BOGUS");
   EXPECT_EQ(run.exit_code, 2) << run.output;
