@@ -41,6 +41,54 @@ void expect_shape(const CheckContext& c, CheckResult& result, const std::string&
   }
 }
 
+// A decode that ranks on the device (calrt.h, CALRT_ROLE_TOP_IDS): K of the vocabulary per
+// row, ids int32 and logits bf16.
+void check_ranked_output(const CheckContext& c, CheckResult& result, const Model& model,
+                         const std::string& where, const TensorDesc& t, int64_t batch) {
+  const LlmInfo& llm = c.manifest.llm;
+  const std::string named =
+      where + " \"" + t.name + "\" (role " + std::string(to_string(t.role)) + ")";
+  if (model.type != ModelType::kDecode) {
+    fail_check(result, c.manifest_file + ": " + named + ": only a decode model ranks on the " +
+                           "device; this is a " + std::string(to_string(model.type)) + " model");
+    return;
+  }
+  const int64_t k = t.shape.size() == 2 ? t.shape[1] : 0;
+  if (k < 1 || k > static_cast<int64_t>(llm.vocab)) {
+    fail_check(result, c.manifest_file + ": " + named + ".shape is " + shape_text(t.shape) +
+                           "; a decode's ranked output is [batch, K] with 1 <= K <= vocab " +
+                           std::to_string(llm.vocab));
+  } else {
+    expect_shape(c, result, where, t, {batch, k});
+  }
+  const Dtype wanted = t.role == TensorRole::kTopIds ? Dtype::kInt32 : Dtype::kBf16;
+  if (t.dtype != wanted) {
+    fail_check(result,
+               c.manifest_file + ": " + named + ".dtype is " + std::string(to_string(t.dtype)) +
+                   " but " +
+                   (wanted == Dtype::kInt32 ? "token ids are int32" : "ranked logits are bf16"));
+  }
+}
+
+// A decode gives either its full rows or its ranked ids and their logits, both of them.
+void check_decode_outputs(const CheckContext& c, CheckResult& result, size_t index) {
+  const Model& model = c.manifest.models[index];
+  size_t logits = 0, ids = 0, values = 0;
+  for (const TensorDesc& t : model.outputs) {
+    logits += t.role == TensorRole::kLogits ? 1 : 0;
+    ids += t.role == TensorRole::kTopIds ? 1 : 0;
+    values += t.role == TensorRole::kTopLogits ? 1 : 0;
+  }
+  if (ids + values == 0) return;
+  if (ids != 1 || values != 1 || logits != 0) {
+    fail_check(result, c.manifest_file + ": " + model_at(index, model) +
+                           ".outputs: " + std::to_string(logits) + " logits, " +
+                           std::to_string(ids) + " top_ids and " + std::to_string(values) +
+                           " top_logits; a decode gives its full rows (one logits) or its ranked " +
+                           "output (one top_ids and one top_logits), not both");
+  }
+}
+
 void check_model_io(const CheckContext& c, CheckResult& result, size_t index) {
   const Model& model = c.manifest.models[index];
   const LlmInfo& llm = c.manifest.llm;
@@ -61,24 +109,10 @@ void check_model_io(const CheckContext& c, CheckResult& result, size_t index) {
       expect_shape(c, result, where, t, {batch, static_cast<int64_t>(llm.vocab)});
     }
     if (t.role == TensorRole::kTopIds || t.role == TensorRole::kTopLogits) {
-      // A decode that ranks on the device (calrt.h, CALRT_ROLE_TOP_IDS): K of the vocabulary
-      // per row, ids as int32.
-      const int64_t k = t.shape.size() == 2 ? t.shape[1] : 0;
-      const bool k_ok = k >= 1 && k <= static_cast<int64_t>(llm.vocab);
-      if (model.type != ModelType::kDecode || !k_ok) {
-        fail_check(result, c.manifest_file + ": " + where + " \"" + t.name + "\" (role " +
-                               std::string(to_string(t.role)) + ").shape is " +
-                               shape_text(t.shape) + "; a decode's ranked output is [batch, K] " +
-                               "with 1 <= K <= vocab " + std::to_string(llm.vocab));
-      } else {
-        expect_shape(c, result, where, t, {batch, k});
-      }
-      if (t.role == TensorRole::kTopIds && t.dtype != Dtype::kInt32) {
-        fail_check(result, c.manifest_file + ": " + where + " \"" + t.name + "\".dtype is " +
-                               std::string(to_string(t.dtype)) + " but token ids are int32");
-      }
+      check_ranked_output(c, result, model, where, t, batch);
     }
   }
+  check_decode_outputs(c, result, index);
 }
 
 }  // namespace

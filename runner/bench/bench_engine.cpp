@@ -9,6 +9,7 @@
 #include <deque>
 #include <optional>
 
+#include "runner/core/decode_row.hpp"
 #include "runner/core/sampling.hpp"
 #include "runner/core/tensor_io.hpp"
 
@@ -394,37 +395,33 @@ void BenchEngine::finish_ranked_token(RunState& run, Request& q, const ModelIo& 
   const BenchOptions& o = s_.options;
   const auto step = static_cast<uint64_t>(q.record.tokens.size());
   const uint32_t k = io.top_k;
-  std::vector<int32_t> ids(k);
-  std::vector<float> values;
+  DecodeRow row;
   int32_t token = -1;
   const bool greedy = o.sampling.method == SamplingMethod::greedy;
   const HostSpan read = host_.run(io.top_ids().bytes + io.top_logits().bytes, [&] {
-    const calrt::Mapping id_map = output.map(io.top_ids_output, s_.timeout());
-    std::memcpy(ids.data(), id_map.bytes().data(), k * sizeof(int32_t));
-    if (greedy) {
-      token = ids[0];
-      return;
-    }
-    const calrt::Mapping value_map = output.map(io.top_logits_output, s_.timeout());
-    values = read_row_f32(value_map.bytes(), io.top_logits());
+    row = std::move(read_decode_rows(io, output, 1, s_.timeout()).front());
     const uint64_t stream =
         derive_stream(o.sampling.seed, {run.key.warmup ? 1u : 0u, run.key.run, q.index, step});
-    const size_t first = std::min<size_t>(o.sampling.top_k, k);
-    token = ids[draw_candidate(std::span<const float>(values).first(first), o.sampling.temperature,
-                               stream)];
+    const size_t first = greedy ? 1 : std::min<size_t>(o.sampling.top_k, k);
+    token = row.ids[draw_candidate(std::span<const float>(row.logits).first(first),
+                                   o.sampling.temperature, stream)];
   });
   run.mode.host.push_back(
       {greedy ? "rank" : "sample", read.begin_ns, read.end_ns, submission, run.key, q.index});
+  // The token goes back to the device as the next input: a row that breaks the ABI's
+  // promises (an id outside the vocabulary, one twice, out of order) stops the run. A
+  // timing-only calbin's device computes nothing: its rows are zeros, id 0 K times.
+  if (const std::string defect =
+          s_.manifest.timing_only ? std::string() : ranked_row_defect(row, s_.info.vocab);
+      !defect.empty()) {
+    throw BenchFailure(fmt::format("decode model {}: {}", io.name(), defect));
+  }
   // Bookkeeping of the bench itself, not charged: the ranked output as the device stored it.
   if (fingerprints_logits()) {
-    if (values.empty()) {
-      const calrt::Mapping value_map = output.map(io.top_logits_output, s_.timeout());
-      values = read_row_f32(value_map.bytes(), io.top_logits());
-    }
     XXH3_state_t* hash = XXH3_createState();
     XXH3_64bits_reset(hash);
-    XXH3_64bits_update(hash, ids.data(), ids.size() * sizeof(int32_t));
-    XXH3_64bits_update(hash, values.data(), values.size() * sizeof(float));
+    XXH3_64bits_update(hash, row.ids.data(), row.ids.size() * sizeof(int32_t));
+    XXH3_64bits_update(hash, row.logits.data(), row.logits.size() * sizeof(float));
     q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
     XXH3_freeState(hash);
   }

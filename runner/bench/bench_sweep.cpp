@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "calbin/manifest.hpp"
 #include "runner/bench/bench.hpp"
 #include "runner/bench/bench_metrics.hpp"
 #include "runner/bench/bench_report.hpp"
@@ -92,6 +93,26 @@ uint32_t* bench_field(BenchOptions& o, const std::string& key) {
   return nullptr;
 }
 
+// A swept calbin's manifest, read before any point runs: a bad one found at its own point
+// would stop the sweep there, with the points before it run and no report written.
+std::string check_swept_calbin(const BenchOptions& o, const std::string& dir) {
+  auto manifest = calbin::read_manifest(dir);
+  if (!manifest) return manifest.error().to_string();
+  const bool sampled = o.sampling.method == SamplingMethod::top_k;
+  for (const calbin::Model& model : manifest->models) {
+    for (const calbin::TensorDesc& t : model.outputs) {
+      const int64_t k = t.shape.size() == 2 ? t.shape[1] : 0;
+      if (sampled && t.role == calbin::TensorRole::kTopIds && k < int64_t{o.sampling.top_k}) {
+        return fmt::format(
+            "{}: --top-k {}: decode model {} ranks on the device and gives its "
+            "best {} ids only",
+            dir, o.sampling.top_k, model.name, k);
+      }
+    }
+  }
+  return {};
+}
+
 std::string validate_sweep(const BenchOptions& o) {
   if (o.sweep.size() > 2) {
     return fmt::format("--sweep given {} times: one or two keys", o.sweep.size());
@@ -106,6 +127,11 @@ std::string validate_sweep(const BenchOptions& o) {
   for (const auto& axis : o.sweep) {
     BenchOptions probe;  // which keys are the bench's own, asked without touching `o`
     if (axis.key == kCalbinKey) {
+      for (const std::string& value : axis.values) {
+        if (std::string problem = check_swept_calbin(o, value); !problem.empty()) {
+          return fmt::format("--sweep calbin: {}", problem);
+        }
+      }
       count *= axis.values.size();
       continue;
     }

@@ -231,8 +231,8 @@ void read_one(const std::filesystem::path& path, const std::string& calbin_sha25
   }
   const std::string schema = text_field(file, doc, "", "schema");
   if (schema != kBenchSchema && schema != kSweepSchema && schema != kSweepSchemaBefore) {
-    throw BadInput(fmt::format("{}: /schema = \"{}\": calibrate reads {} and {} reports", file,
-                               schema, kBenchSchema, kSweepSchema));
+    throw BadInput(fmt::format("{}: /schema = \"{}\": calibrate reads {}, {} and {} reports", file,
+                               schema, kBenchSchema, kSweepSchema, kSweepSchemaBefore));
   }
   if (const std::string result = text_field(file, doc, "", "result"); result != "PASS") {
     throw BadInput(

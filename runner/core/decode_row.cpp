@@ -27,28 +27,35 @@ bool ranks_before(float a, int32_t a_id, float b, int32_t b_id) {
 
 int32_t DecodeRow::best() const { return ranked() ? ids.front() : argmax(logits); }
 
-DecodeRow read_decode_row(ModelIo& io, size_t row, calrt::Timeout timeout) {
-  DecodeRow out;
+std::vector<DecodeRow> read_decode_rows(const ModelIo& io, calrt::Buffer& output, size_t rows,
+                                        calrt::Timeout timeout) {
+  std::vector<DecodeRow> out(rows);
   if (!io.ranked()) {
-    const calrt::Mapping map = io.output.map(io.logits_output, timeout);
-    out.logits = read_row_f32(map.bytes(), io.logits(), row);
+    const calrt::Mapping map = output.map(io.logits_output, timeout);
+    for (size_t r = 0; r < rows; ++r) out[r].logits = read_row_f32(map.bytes(), io.logits(), r);
     return out;
   }
   const size_t k = io.top_k;
   {
-    const calrt::Mapping map = io.output.map(io.top_ids_output, timeout);
-    const size_t offset = row * k * sizeof(int32_t);
-    if (map.bytes().size() < offset + k * sizeof(int32_t)) {
+    const calrt::Mapping map = output.map(io.top_ids_output, timeout);
+    if (map.bytes().size() < rows * k * sizeof(int32_t)) {
       throw std::runtime_error(
-          fmt::format("tensor {}: mapped {} bytes, too few for row {} of {} ids", io.top_ids().name,
-                      map.bytes().size(), row, k));
+          fmt::format("tensor {}: mapped {} bytes, too few for {} rows of {} ids",
+                      io.top_ids().name, map.bytes().size(), rows, k));
     }
-    out.ids.resize(k);
-    std::memcpy(out.ids.data(), map.bytes().data() + offset, k * sizeof(int32_t));
+    for (size_t r = 0; r < rows; ++r) {
+      out[r].ids.resize(k);
+      std::memcpy(out[r].ids.data(), map.bytes().data() + r * k * sizeof(int32_t),
+                  k * sizeof(int32_t));
+    }
   }
-  const calrt::Mapping map = io.output.map(io.top_logits_output, timeout);
-  out.logits = read_row_f32(map.bytes(), io.top_logits(), row);
+  const calrt::Mapping map = output.map(io.top_logits_output, timeout);
+  for (size_t r = 0; r < rows; ++r) out[r].logits = read_row_f32(map.bytes(), io.top_logits(), r);
   return out;
+}
+
+DecodeRow read_decode_row(ModelIo& io, calrt::Timeout timeout) {
+  return std::move(read_decode_rows(io, io.output, 1, timeout).front());
 }
 
 std::string ranked_row_defect(const DecodeRow& row, size_t vocab) {

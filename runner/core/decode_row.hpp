@@ -23,9 +23,13 @@ struct DecodeRow {
   int32_t best() const;
 };
 
-// Row `row` of the model's output buffer, mapped within `timeout`: the logits row, or the
-// ranked ids and values when the model ranks on the device.
-DecodeRow read_decode_row(ModelIo& io, size_t row, calrt::Timeout timeout);
+// Rows [0, rows) of `output`, a buffer of `io`'s model, mapped once within `timeout`: the
+// logits rows, or the ranked ids and values when the model ranks on the device. Throws
+// std::runtime_error when the mapping is too small for them.
+std::vector<DecodeRow> read_decode_rows(const ModelIo& io, calrt::Buffer& output, size_t rows,
+                                        calrt::Timeout timeout);
+// Row 0 of the model's own output buffer.
+DecodeRow read_decode_row(ModelIo& io, calrt::Timeout timeout);
 
 // What is wrong with a ranked row against the ABI's promise (ids inside the vocabulary, none
 // twice, values best first, equal values in increasing id order); empty when nothing is.

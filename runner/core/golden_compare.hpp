@@ -63,8 +63,8 @@ struct ContractSummary {
 ContractComparison compare_contract(std::span<const float> logits, std::span<const float> row);
 // Either kind of decode row against the contract row. A ranked row is judged on its K
 // values at their ids and on what it leaves out: a token the contract ranks above the
-// device's last candidate counts by how far above it is, so near-ties at the K-th place
-// within the gate may trade places.
+// device's last candidate (or above the contract's value there, if lower) counts by how far
+// above it is, so near-ties at the K-th place within the gate may trade places.
 ContractComparison compare_contract(const DecodeRow& row, std::span<const float> contract);
 // The position, among the golden case's contract rows, of the row for the token of 0-based
 // sequence index `index`; nullopt when the golden set has none there (a set without a
@@ -106,7 +106,8 @@ Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCa
 Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
                           uint32_t step, size_t top_k);
 // Either kind of decode row. A ranked row is compared on the ids it gave: greedy is its first
-// id, the top-k overlap is over min(K, top_k) ids, and cosine, gain, relative RMS and max abs
+// id, the top-k overlap is the share of its best min(K, top_k) ids among the golden's top_k
+// (a full row's overlap when K >= top_k), and cosine, gain, relative RMS and max abs
 // error are over its candidates against the golden values at the same ids (the golden's full
 // row when stored, else the ids both top lists hold).
 Comparison compare_decode(const DecodeRow& row, const calbin::GoldenCase& golden, uint32_t step,

@@ -688,9 +688,15 @@ Problem Engine::submit(Seq& seq, ModelIo& io, std::span<const int32_t> tokens,
   if (check == Check::none || spec_.bug == PolicyBug::skip_output_check) {
     return {};
   }
-  // A ranked decode maps its two outputs: both are the one Buffer_Map the meter counts.
-  const DecodeRow output =
-      meter_->timed("Buffer_Map", [&] { return read_decode_row(io, 0, timeout()); });
+  DecodeRow output;
+  if (io.ranked()) {
+    // Its two outputs mapped and read: the one Buffer_Map the meter counts.
+    output = meter_->timed("Buffer_Map", [&] { return read_decode_row(io, timeout()); });
+  } else {
+    const calrt::Mapping map =
+        meter_->timed("Buffer_Map", [&] { return io.output.map(io.logits_output, timeout()); });
+    output.logits = read_row_f32(map.bytes(), io.logits());
+  }
   const size_t vocab = s_.info.vocab;
   if (output.ranked()) {
     if (const std::string defect = ranked_row_defect(output, vocab); !defect.empty()) {

@@ -271,7 +271,7 @@ std::optional<DecodeRow> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
   const Stopwatch readout;
   DecodeRow row;
   if (io.ranked()) {
-    row = read_decode_row(io, 0, s_.timeout());
+    row = read_decode_row(io, s_.timeout());
     if (const std::string defect = ranked_row_defect(row, s_.info.vocab); !defect.empty()) {
       fail(phase, defect, true);
       return std::nullopt;

@@ -157,8 +157,10 @@ class BatchRunner {
     }
     const calrt::TensorDesc& layout = s_.decode.ranked() ? s_.decode.top_ids() : s_.decode.logits();
     const size_t rows = static_cast<size_t>(layout.shape.empty() ? 0 : layout.shape.front());
+    const std::vector<DecodeRow> outputs =
+        read_decode_rows(s_.decode, s_.decode.output, rows, s_.timeout());
     for (size_t row = 0; row < rows; ++row) {
-      const DecodeRow output = read_decode_row(s_.decode, row, s_.timeout());
+      const DecodeRow& output = outputs[row];
       if (row >= live.size()) {
         ++idle_rows_;
         const auto nonzero = [](auto v) { return v != 0; };

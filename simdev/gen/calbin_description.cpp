@@ -56,8 +56,9 @@ calbin::Provenance provenance(const ModelConfig& c, const GenOptions& options,
                                    {"q_heads", c.q_heads},
                                    {"kv_heads", c.kv_heads},
                                    {"head_dim", c.head_dim},
-                                   {"ffn", c.ffn},
-                                   {"decode_top_k", c.decode_top_k}};
+                                   {"ffn", c.ffn}};
+  // Only when set, so that a full-row calbin's manifest (and its hash) stays what it was.
+  if (c.decode_top_k > 0) config["decode_top_k"] = c.decode_top_k;
   if (!options.config_file.empty()) {
     config.erase("preset");
     config["config_file"] = options.config_file.string();

@@ -306,6 +306,26 @@ TEST_F(BenchTest, RankedDecodeSweptBesideTheFullRow) {
   EXPECT_NE(read_text(csv).find("d2h_decode_p50_us,host_step_p50_us"), std::string::npos);
 }
 
+// A swept calbin that does not read, or gives fewer ids than --top-k, is refused before any
+// point runs.
+TEST_F(BenchTest, SweptCalbinsAreCheckedBeforeAnyPoint) {
+  const std::string ranked = CALRT_TEST_RANKED_CALBIN;
+  const CalrtRun missing = bench(CALRT_TEST_CALBIN,
+                                 "--prompt-len 17 --gen-len 4 --runs 1 "
+                                 "--sweep calbin=" +
+                                     ranked + ",/nonexistent/calbin");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("/nonexistent/calbin"), std::string::npos) << missing.output;
+  EXPECT_EQ(missing.output.find("PASS"), std::string::npos) << "ran a point first";
+  const CalrtRun beyond = bench(CALRT_TEST_CALBIN,
+                                "--prompt-len 17 --gen-len 4 --runs 1 --sampling top-k --top-k 41 "
+                                "--sweep calbin=" +
+                                    std::string(CALRT_TEST_CALBIN) + "," + ranked);
+  EXPECT_EQ(beyond.exit_code, 2) << beyond.output;
+  EXPECT_NE(beyond.output.find("--top-k 41"), std::string::npos) << beyond.output;
+  EXPECT_EQ(beyond.output.find("PASS"), std::string::npos) << "ran a point first";
+}
+
 // Greedy takes the first id; top-k sampling draws among the device's candidates, and a k the
 // device does not give is refused naming both.
 TEST_F(BenchTest, RankedDecodeSamplesWithinItsCandidates) {

@@ -73,6 +73,25 @@ TEST(RankedContract, ATokenLeftOutCountsByHowFarAboveTheLastCandidate) {
   EXPECT_TRUE(c.missing);
 }
 
+// A device that inflates its last candidate to hide the tokens it dropped: the bar is the
+// contract's value at that id when lower, so tokens 1 (9.0) and 3 (8.0) are 7.0 and 6.0 above
+// it, not 0.5 and -0.5.
+TEST(RankedContract, AnInflatedLastCandidateHidesNoDrop) {
+  const std::vector<float> contract = {10.0f, 9.0f, 2.0f, 8.0f};
+  const ContractComparison c = compare_contract(ranked({0, 2}, {10.0f, 8.5f}), contract);
+  EXPECT_DOUBLE_EQ(c.ulps, 112.0);
+  EXPECT_TRUE(c.missing);
+  EXPECT_EQ(c.worst_id, 1);
+}
+
+TEST(RankedContract, ANanCandidateIsTheWorst) {
+  const std::vector<float> contract = {10.0f, 2.0f, 1.0f};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const ContractComparison c = compare_contract(ranked({0, 1}, {10.0f, nan}), contract);
+  EXPECT_TRUE(std::isinf(c.ulps));
+  EXPECT_EQ(c.worst_id, 1);
+}
+
 TEST(RankedContract, AnIdOutsideTheRowIsTheWorst) {
   const std::vector<float> contract = {10.0f, 2.0f};
   const ContractComparison c = compare_contract(ranked({0, 7}, {10.0f, 2.0f}), contract);
@@ -110,9 +129,14 @@ TEST(RankedDecodeComparison, WithoutFullRowsOverTheIdsBothListsHold) {
   EXPECT_DOUBLE_EQ(c.cosine, 1.0);
   EXPECT_DOUBLE_EQ(c.max_abs_error, 0.0);
   EXPECT_NEAR(c.top_k_overlap, 2.0 / 3.0, 1e-12);
-  // With fewer candidates than the golden's top k, the overlap is over the device's K.
-  const Comparison two = compare_decode(ranked({5, 1}, {8.0f, 6.0f}), g, 0, 3);
+  // With fewer candidates than the golden's top k, each must be among the golden's top k:
+  // golden's third (id 0) swapped in at the second place by a near-tie is no miss, id 3 is.
+  const Comparison two = compare_decode(ranked({5, 0}, {8.0f, 5.0f}), g, 0, 3);
   EXPECT_DOUBLE_EQ(two.top_k_overlap, 1.0);
+  const Comparison outside = compare_decode(ranked({5, 3}, {8.0f, 5.0f}), g, 0, 3);
+  EXPECT_DOUBLE_EQ(outside.top_k_overlap, 0.5);
+  const Comparison one = compare_decode(ranked({1}, {6.0f}), g, 0, 3);
+  EXPECT_DOUBLE_EQ(one.top_k_overlap, 1.0) << "K = 1: a greedy flip is judged as a rate only";
 }
 
 }  // namespace
