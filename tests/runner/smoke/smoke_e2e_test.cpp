@@ -247,6 +247,27 @@ void edit_manifest(const fs::path& calbin, const std::function<void(nlohmann::js
   std::ofstream(calbin / "manifest.json") << manifest.dump(2);
 }
 
+// A ranked decode's outputs that the runner does not read as the ABI says (ids row-major
+// int32 [batch, K], logits bf16 [batch, K]) fail step 2 naming the tensor and the field,
+// before any job.
+TEST_F(SmokeTest, ARankedOutputOfAnotherLayoutFailsStepTwo) {
+  const fs::path copy = dir_ / "ranked";
+  fs::copy(CALRT_TEST_RANKED_CALBIN, copy, fs::copy_options::recursive);
+  edit_manifest(copy, [](nlohmann::json& m) {
+    for (auto& model : m["models"]) {
+      for (auto& t : model["outputs"]) {
+        if (t["role"] == "top_ids") t["layout"] = {{"kind", "tiled"}, {"tile_d0", 40}};
+      }
+    }
+  });
+  const CalrtRun run = run_calrt("smoke " + quoted(copy));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("[FAIL] 2 calbin"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("tensor top_ids: layout: expected row_major, actual tiled"),
+            std::string::npos)
+      << run.output;
+}
+
 std::vector<BadInput> bad_inputs() {
   return {
       {"missing_calbin_dir",
