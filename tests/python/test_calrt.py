@@ -6,6 +6,7 @@ device service is reached over a Unix socket.
 Run by ctest (`python_tests`) with PYTHONPATH at the build tree's package and CALRT_TEST_CALBIN,
 CALRT_SIMDEV at the fixture calbin and the simdev executable."""
 import os
+import socket as socket_module
 import subprocess
 import tempfile
 import time
@@ -182,11 +183,20 @@ def test_through_the_device_service():
         daemon = subprocess.Popen([simdev, "serve", "--socket", socket, "--allow-root"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            for _ in range(200):  # bounded: 10 s
-                if os.path.exists(socket):
+            # Until a connection is accepted, not until the path exists: between the daemon's
+            # bind() and listen() the kernel refuses a client (bounded: 10 s).
+            listening = False
+            for _ in range(200):
+                probe = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+                try:
+                    probe.connect(socket)
+                    listening = True
                     break
-                time.sleep(0.05)
-            assert os.path.exists(socket), daemon.stderr.read1().decode()
+                except OSError:
+                    time.sleep(0.05)
+                finally:
+                    probe.close()
+            assert listening, daemon.stderr.read1().decode()
             check_case(Session(device="unix:" + socket, config=""), "len2")
         finally:
             daemon.terminate()
