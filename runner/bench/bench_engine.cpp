@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <optional>
 
 #include "runner/core/decode_row.hpp"
@@ -14,6 +15,25 @@
 #include "runner/core/tensor_io.hpp"
 
 namespace runner {
+namespace {
+
+// The bench's fingerprint of what the device stored, fed piece by piece (XXH3 streaming).
+class Fingerprint {
+ public:
+  Fingerprint() : state_(XXH3_createState()) { XXH3_64bits_reset(state_.get()); }
+  void add(std::span<const std::byte> bytes) {
+    XXH3_64bits_update(state_.get(), bytes.data(), bytes.size());
+  }
+  uint64_t digest() const { return XXH3_64bits_digest(state_.get()); }
+
+ private:
+  struct Free {
+    void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> state_;
+};
+
+}  // namespace
 
 std::vector<int32_t> bench_prompt(uint64_t seed, const RunKey& run, uint32_t seq, uint32_t length,
                                   uint32_t vocab) {
@@ -341,13 +361,10 @@ void BenchEngine::finish_token(RunState& run, Request& q, const ModelIo& io, cal
     run.mode.host.push_back({"rank", rank.begin_ns, rank.end_ns, submission, run.key, q.index});
     // Bookkeeping of the bench itself, not charged: the row as the device stored it.
     if (fingerprints_logits()) {
-      XXH3_state_t* hash = XXH3_createState();
-      XXH3_64bits_reset(hash);
-      visit_row_bytes(map.bytes(), io.logits(), 0, vocab, [&](std::span<const std::byte> bytes) {
-        XXH3_64bits_update(hash, bytes.data(), bytes.size());
-      });
-      q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
-      XXH3_freeState(hash);
+      Fingerprint hash;
+      visit_row_bytes(map.bytes(), io.logits(), 0, vocab,
+                      [&](std::span<const std::byte> bytes) { hash.add(bytes); });
+      q.record.logits_hashes.push_back(hash.digest());
     }
     q.record.tokens.push_back(token);
     q.record.token_ready.push_back(rank.end_ns);
@@ -418,12 +435,10 @@ void BenchEngine::finish_ranked_token(RunState& run, Request& q, const ModelIo& 
   }
   // Bookkeeping of the bench itself, not charged: the ranked output as the device stored it.
   if (fingerprints_logits()) {
-    XXH3_state_t* hash = XXH3_createState();
-    XXH3_64bits_reset(hash);
-    XXH3_64bits_update(hash, row.ids.data(), row.ids.size() * sizeof(int32_t));
-    XXH3_64bits_update(hash, row.logits.data(), row.logits.size() * sizeof(float));
-    q.record.logits_hashes.push_back(XXH3_64bits_digest(hash));
-    XXH3_freeState(hash);
+    Fingerprint hash;
+    hash.add(std::as_bytes(std::span(row.ids)));
+    hash.add(std::as_bytes(std::span(row.logits)));
+    q.record.logits_hashes.push_back(hash.digest());
   }
   q.record.tokens.push_back(token);
   q.record.token_ready.push_back(read.end_ns);

@@ -39,7 +39,7 @@ const calrt::ModelDesc& select_model(const std::vector<calrt::ModelDesc>& models
 
 void check_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type) {
   StepResult step;
-  check_model_io(info, io, type, step, RankedDecode::accept);
+  check_model_io(info, io, type, step);
   if (!step.passed()) {
     throw std::runtime_error(
         fmt::format("the calbin's {} model does not have the I/O the bench "

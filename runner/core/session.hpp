@@ -96,11 +96,9 @@ FinishedJob run_model_job(Session& session, ModelIo& io);
 
 // Checks a model's I/O against what the runner expects from the LLM info; adds one failure
 // per mismatch naming model, tensor, field, expected and actual (session_expect.cpp). A
-// decode that ranks on the device is accepted only by a caller that reads its output
-// (`ranked`), and refused by name otherwise.
-enum class RankedDecode { refuse, accept };
+// decode that ranks on the device sets io.top_k and its two outputs instead of the logits.
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,
-                    StepResult& step, RankedDecode ranked = RankedDecode::refuse);
+                    StepResult& step);
 
 // Runs one step's body with a stopwatch; an exception (a calrt::Error names its function,
 // code and fault class in what()) becomes a failure of the step instead of ending the run.

@@ -1,6 +1,7 @@
 // Step 2's exact checks of a model's I/O against the LLM info: token and position inputs
 // int32 [batch, tokens per submission] (prefill_chunk for prefill, 1 for decode), logits
-// output bf16 [batch, vocab], and the CSRs cur_seq_len and past_kv_cur_seq_len by name.
+// output bf16 [batch, vocab] (or a decode's ranked top_ids and top_logits), and the CSRs
+// cur_seq_len and past_kv_cur_seq_len by name.
 #include <spdlog/fmt/fmt.h>
 
 #include "runner/core/session.hpp"
@@ -83,7 +84,7 @@ int64_t check_csr(const calrt::ModelDesc& model, const char* name, StepResult& s
 // A decode that ranks on the device: top_ids int32 and top_logits bf16, both [batch, K].
 // Returns whether the model has such an output (checked or not).
 bool check_ranked_outputs(const calrt::CalbinInfo& info, ModelIo& io, int64_t batch,
-                          RankedDecode ranked, StepResult& step) {
+                          StepResult& step) {
   const calrt::ModelDesc& model = io.desc;
   const calrt::TensorDesc* ids = nullptr;
   for (const auto& tensor : model.outputs) {
@@ -93,13 +94,6 @@ bool check_ranked_outputs(const calrt::CalbinInfo& info, ModelIo& io, int64_t ba
     return false;
   }
   const int64_t k = ids->shape.size() == 2 ? ids->shape[1] : 0;
-  if (ranked == RankedDecode::refuse) {
-    step.fail(
-        fmt::format("model {}: ranks on the device (output {} has role top_ids, K {}); "
-                    "this command compares full logits rows only",
-                    model.name, ids->name, k));
-    return true;
-  }
   if (k < 1 || k > int64_t{info.vocab}) {
     step.fail(
         fmt::format("model {}: tensor {}: shape: expected [{}, K] with 1 <= K <= vocab {}, "
@@ -133,7 +127,7 @@ bool check_ranked_outputs(const calrt::CalbinInfo& info, ModelIo& io, int64_t ba
 }  // namespace
 
 void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType type,
-                    StepResult& step, RankedDecode ranked) {
+                    StepResult& step) {
   const calrt::ModelDesc& model = io.desc;
   if (model.type != type) {
     step.fail(fmt::format("model {}: type: expected {}, actual {}", model.name,
@@ -152,7 +146,7 @@ void check_model_io(const calrt::CalbinInfo& info, ModelIo& io, calrt::ModelType
       step);
   io.top_k = 0;
   const bool has_ranked =
-      type == calrt::ModelType::decode && check_ranked_outputs(info, io, batch, ranked, step);
+      type == calrt::ModelType::decode && check_ranked_outputs(info, io, batch, step);
   const int64_t logits = has_ranked ? 0
                                     : check_tensor(model,
                                                    {calrt::Direction::output,

@@ -150,7 +150,7 @@ void load_calbin_models(Session& s, StepResult& step) {
   }
   if (decode != nullptr) {
     s.decode.desc = *decode;
-    check_model_io(s.info, s.decode, calrt::ModelType::decode, step, RankedDecode::accept);
+    check_model_io(s.info, s.decode, calrt::ModelType::decode, step);
   }
   s.models_ok = step.passed();
   step.summary = fmt::format(

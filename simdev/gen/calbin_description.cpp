@@ -104,15 +104,9 @@ calbin::Result<calbin::FileEntry> file_entry(const fs::path& dir, const std::str
 calbin::Result<calbin::Manifest> describe_calbin(const ModelConfig& model_config,
                                                  const GenOptions& options, WeightsPart weights,
                                                  const ProvenanceNote& note) {
+  // The override was checked against the model with the options (generate.cpp).
   ModelConfig config = model_config;
-  if (options.decode_top_k > 0) {
-    config.decode_top_k = options.decode_top_k;
-    if (auto checked = check_config(config); !checked) {
-      calbin::Error error = checked.error();
-      error.field = "--decode-top-k";
-      return tl::unexpected(error);
-    }
-  }
+  if (options.decode_top_k > 0) config.decode_top_k = options.decode_top_k;
   auto models = describe_models(config);
   if (!models) {
     return tl::unexpected(models.error());

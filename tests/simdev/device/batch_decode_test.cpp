@@ -15,6 +15,7 @@
 #include "calbin/layout.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
+#include "tests/simdev/device/decode_rig.hpp"
 
 namespace simdev::test {
 namespace {
@@ -60,33 +61,8 @@ std::vector<int32_t> row_prompt(size_t length, uint32_t vocab, uint32_t salt) {
 }
 
 // A device with the batch calbin configured and a buffer pair per model.
-struct Batch {
-  explicit Batch(const std::string& config = "")
-      : api(calrt_sim_get_api(CALRT_ABI_MAJOR)),
-        device(calrt::Device::create(api, calrt::DeviceKind::sim, 0, config)),
-        calbin(calrt::Calbin::create(device, batch_calbin())) {
-    calbin.configure();
-    info = calbin.info();
-    for (const calrt::ModelDesc& model : calbin.models()) {
-      (model.type == calrt::ModelType::prefill ? prefill : decode) = model;
-    }
-    prefill_in = calrt::Buffer::create(calbin, prefill.name, calrt::Direction::input);
-    prefill_out = calrt::Buffer::create(calbin, prefill.name, calrt::Direction::output);
-    decode_in = calrt::Buffer::create(calbin, decode.name, calrt::Direction::input);
-    decode_out = calrt::Buffer::create(calbin, decode.name, calrt::Direction::output);
-  }
-
-  static void write(calrt::Buffer& buffer, uint32_t tensor, const std::vector<int32_t>& values) {
-    calrt::Mapping map = buffer.map(tensor);
-    std::memset(map.bytes().data(), 0, map.bytes().size());
-    std::memcpy(map.bytes().data(), values.data(), values.size() * sizeof(int32_t));
-  }
-
-  calrt::JobStatus run(const calrt::ModelDesc& model, calrt::Buffer& in, calrt::Buffer& out) {
-    calrt::Job job = calrt::Job::submit(calbin, model.name, in, out);
-    EXPECT_EQ(job.wait(), calrt::WaitResult::ready);
-    return job.status();
-  }
+struct Batch : DecodeRig {
+  explicit Batch(const std::string& config = "") : DecodeRig(batch_calbin(), config) {}
 
   void prefill_all(const calrt::Kv& kv, const std::vector<int32_t>& prompt) {
     kv.apply(prefill_in);
@@ -122,13 +98,6 @@ struct Batch {
     }
     return rows;
   }
-
-  calrt::Api api;
-  calrt::Device device;
-  calrt::Calbin calbin;
-  calrt::CalbinInfo info;
-  calrt::ModelDesc prefill, decode;
-  calrt::Buffer prefill_in, prefill_out, decode_in, decode_out;
 };
 
 calrt::Error error_of(const std::function<void()>& call) {

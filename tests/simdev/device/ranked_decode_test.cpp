@@ -17,6 +17,7 @@
 #include "calbin/layout.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
+#include "tests/simdev/device/decode_rig.hpp"
 
 namespace simdev::test {
 namespace {
@@ -63,32 +64,12 @@ std::vector<int32_t> ranked_prompt(size_t length, uint32_t vocab, uint32_t salt)
 }
 
 // One device with one calbin; prefill then one batch decode of four sequences.
-struct RankedRig {
+struct RankedRig : DecodeRig {
   RankedRig(const fs::path& calbin_dir, const std::string& config)
-      : api(calrt_sim_get_api(CALRT_ABI_MAJOR)),
-        device(calrt::Device::create(api, calrt::DeviceKind::sim, 0, config)),
-        calbin(calrt::Calbin::create(device, calbin_dir)) {
-    calbin.configure();
-    info = calbin.info();
-    for (const calrt::ModelDesc& model : calbin.models()) {
-      (model.type == calrt::ModelType::prefill ? prefill : decode) = model;
-    }
-    prefill_in = calrt::Buffer::create(calbin, prefill.name, calrt::Direction::input);
-    prefill_out = calrt::Buffer::create(calbin, prefill.name, calrt::Direction::output);
-    decode_in = calrt::Buffer::create(calbin, decode.name, calrt::Direction::input);
-    decode_out = calrt::Buffer::create(calbin, decode.name, calrt::Direction::output);
-  }
+      : DecodeRig(calbin_dir, config) {}
 
-  static void put(calrt::Buffer& buffer, uint32_t tensor, const std::vector<int32_t>& values) {
-    calrt::Mapping map = buffer.map(tensor);
-    std::memset(map.bytes().data(), 0, map.bytes().size());
-    std::memcpy(map.bytes().data(), values.data(), values.size() * sizeof(int32_t));
-  }
-
-  void run(const calrt::ModelDesc& model, calrt::Buffer& in, calrt::Buffer& out) {
-    calrt::Job job = calrt::Job::submit(calbin, model.name, in, out);
-    ASSERT_EQ(job.wait(), calrt::WaitResult::ready);
-    const calrt::JobStatus status = job.status();
+  void finish(const calrt::ModelDesc& model, calrt::Buffer& in, calrt::Buffer& out) {
+    const calrt::JobStatus status = run(model, in, out);
     ASSERT_EQ(status.state, calrt::JobState::completed) << status.message;
   }
 
@@ -101,28 +82,22 @@ struct RankedRig {
       kvs.back().apply(prefill_in);
       std::vector<int32_t> at(prompt.size());
       std::iota(at.begin(), at.end(), 0);
-      put(prefill_in, 0, prompt);
-      put(prefill_in, 1, at);
+      write(prefill_in, 0, prompt);
+      write(prefill_in, 1, at);
       prefill_in.set_csr(0, prompt.size());
       prefill_in.set_csr(1, 0);
-      run(prefill, prefill_in, prefill_out);
+      finish(prefill, prefill_in, prefill_out);
       kvs.back().apply(decode_in, r);
       tokens.push_back(prompt.back());
       positions.push_back(static_cast<int32_t>(prompt.size()));
     }
-    put(decode_in, 0, tokens);
-    put(decode_in, 1, positions);
+    write(decode_in, 0, tokens);
+    write(decode_in, 1, positions);
     decode_in.set_csr(0, live);
     decode_in.set_csr(1, 0);
-    run(decode, decode_in, decode_out);
+    finish(decode, decode_in, decode_out);
   }
 
-  calrt::Api api;
-  calrt::Device device;
-  calrt::Calbin calbin;
-  calrt::CalbinInfo info;
-  calrt::ModelDesc prefill, decode;
-  calrt::Buffer prefill_in, prefill_out, decode_in, decode_out;
   std::vector<calrt::Kv> kvs;
 };
 
