@@ -101,6 +101,8 @@ const char* to_string(Call call) {
       return "Diag_Report";
     case Call::diag_state_hash:
       return "Diag_StateHash";
+    case Call::batch:
+      return "Batch";
   }
   return "unknown call";
 }

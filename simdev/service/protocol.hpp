@@ -21,7 +21,9 @@ namespace simdev::service {
 inline constexpr uint32_t kHelloMagic = 0x4352534d;  // "MSRC" on the wire: CalRT service
 // 2: hello carries a token, welcome the session's role (PROTOCOL.md, "Security model").
 // 3: Kv_Apply carries the decode row (ABI 0.8's batch).
-inline constexpr uint16_t kProtocolMajor = 3;
+// 4: Batch: buffer calls the client answered itself, sent with the next submit (PROTOCOL.md,
+//    "Held buffer calls").
+inline constexpr uint16_t kProtocolMajor = 4;
 inline constexpr uint16_t kProtocolMinor = 0;
 // The code of a refusal for another protocol major or ABI major (PROTOCOL.md's
 // ABI_MISMATCH): calrt.h has no code of that name, and UNIMPLEMENTED is what a runtime
@@ -81,6 +83,8 @@ enum class Call : uint16_t {
   fault_get_hits,
   diag_report,
   diag_state_hash,
+  // The service's own calls.
+  batch = 200,
 };
 const char* to_string(Call call);
 
@@ -543,6 +547,21 @@ struct JobSubmit {
   };
 };
 
+struct JobStatusOut {
+  uint32_t state = 0, code = 0;
+  std::string message;
+  uint64_t submit_time_ns = 0, start_time_ns = 0, end_time_ns = 0, h2d_end_time_ns = 0,
+           compute_end_time_ns = 0, compute_start_time_ns = 0;
+  template <class V>
+  void visit(V& v) {
+    v("state", state), v("code", code), v("message", message);
+    v("submit_time_ns", submit_time_ns), v("start_time_ns", start_time_ns);
+    v("end_time_ns", end_time_ns), v("h2d_end_time_ns", h2d_end_time_ns);
+    v("compute_end_time_ns", compute_end_time_ns);
+    v("compute_start_time_ns", compute_start_time_ns);
+  }
+};
+
 struct JobWait {
   static constexpr Call kCall = Call::job_wait;
   struct In {
@@ -555,9 +574,13 @@ struct JobWait {
   };
   struct Out {
     uint32_t result = 0, state = 0;
+    // The job's Job_Status when the wait saw it COMPLETED, FAILED or TIMED_OUT (one record;
+    // none otherwise): a final job's status never changes, so the client answers the
+    // Job_Status that follows a wait itself. Protocol major 4.
+    std::vector<JobStatusOut> status;
     template <class V>
     void visit(V& v) {
-      v("result", result), v("state", state);
+      v("result", result), v("state", state), v("status", status);
     }
   };
 };
@@ -565,20 +588,7 @@ struct JobWait {
 struct JobStatus {
   static constexpr Call kCall = Call::job_status;
   using In = OneHandle;
-  struct Out {
-    uint32_t state = 0, code = 0;
-    std::string message;
-    uint64_t submit_time_ns = 0, start_time_ns = 0, end_time_ns = 0, h2d_end_time_ns = 0,
-             compute_end_time_ns = 0, compute_start_time_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("state", state), v("code", code), v("message", message);
-      v("submit_time_ns", submit_time_ns), v("start_time_ns", start_time_ns);
-      v("end_time_ns", end_time_ns), v("h2d_end_time_ns", h2d_end_time_ns);
-      v("compute_end_time_ns", compute_end_time_ns);
-      v("compute_start_time_ns", compute_start_time_ns);
-    }
-  };
+  using Out = JobStatusOut;
 };
 
 struct JobCancel {
@@ -816,6 +826,40 @@ struct DiagStateHash {
   };
 };
 
+// Buffer calls that the client answered itself, run in order before one more call, in one
+// visit of the device lane (PROTOCOL.md, "Held buffer calls"). Each entry is a whole request
+// payload of Buffer_Map, Buffer_Unmap, Buffer_SetCsr or Job_Destroy; the last may be a
+// Job_Submit. The
+// daemon stops at the first call that fails; the answer is how many ran and the response
+// payload of the last one run.
+struct HeldCall {
+  Bytes request;
+  template <class V>
+  void visit(V& v) {
+    v("request", request);
+  }
+};
+inline constexpr uint32_t kMaxBatchCalls = 4096;
+
+struct Batch {
+  static constexpr Call kCall = Call::batch;
+  struct In {
+    std::vector<HeldCall> calls;
+    template <class V>
+    void visit(V& v) {
+      v("calls", calls);
+    }
+  };
+  struct Out {
+    uint32_t ran = 0;
+    Bytes response;
+    template <class V>
+    void visit(V& v) {
+      v("ran", ran), v("response", response);
+    }
+  };
+};
+
 // Every call, in Call order; a request decodes into one of their In structs.
 template <class... Calls>
 struct CallList {};
@@ -826,7 +870,7 @@ using AllCalls =
              BufferUnmap, BufferSetCsr, BufferGetCsr, JobSubmit, JobWait, JobStatus, JobCancel,
              JobDestroy, KvAllocate, KvApply, KvFree, KvClear, KvInfo, KvCapacity, ClockGet,
              ClockHostSpend, TraceEnable, TraceRead, FaultSetPlan, FaultGetHits, DiagReport,
-             DiagStateHash>;
+             DiagStateHash, Batch>;
 
 // A decoded request: the call and its inputs, tagged by the call's struct.
 template <class C>

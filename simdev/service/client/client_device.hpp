@@ -14,6 +14,7 @@
 #include "simdev/service/client/client_handles.hpp"
 #include "simdev/service/client/connection.hpp"
 #include "simdev/service/client/fault.hpp"
+#include "simdev/service/client/held_calls.hpp"
 #include "simdev/service/client/mapping.hpp"
 #include "simdev/service/protocol.hpp"
 
@@ -42,6 +43,7 @@ struct ClientBuffer {
   uint32_t serial = 0;  // for messages: the n-th buffer of the device
   bool input = false;
   BufferShadows shadows;
+  std::set<uint32_t> csrs_set;  // CSR indices the daemon accepted a Buffer_SetCsr for
 };
 
 struct ClientJob {
@@ -50,7 +52,8 @@ struct ClientJob {
   std::shared_ptr<ClientBuffer> input, output;
   SubmitSnapshot snapshot;
   bool seen_final = false;
-  std::optional<std::string> reuse;  // the BUFFER_REUSE message once detected
+  std::optional<JobStatusOut> final_status;  // sent with a Job_Wait that saw the job final
+  std::optional<std::string> reuse;          // the BUFFER_REUSE message once detected
   StringStore strings;
 };
 
@@ -87,6 +90,7 @@ struct ClientDevice {
   StringStore strings;
   std::optional<DeviceStatus::Out> last_status;  // served while the device is lost
   std::mutex reconnect_mutex;                    // one Device_Reset reconnects at a time
+  HeldCalls held;                                // buffer calls answered here, not yet sent
 
   std::shared_ptr<Connection> current_connection() {
     std::lock_guard lock(mutex);
@@ -124,14 +128,20 @@ Expected<Response<C>> round_trip(Connection& connection, const typename C::In& i
   return std::move(*response);
 }
 
-// The same on a device's current connection; DEVICE_LOST once it is lost.
+// The same on a device's current connection, after the calls it holds; DEVICE_LOST once it
+// is lost.
 template <class C>
 Expected<Response<C>> round_trip(ClientDevice& device, const typename C::In& in) {
+  if (Status flushed = flush_held(device); !flushed) {
+    return tl::unexpected(flushed.error());
+  }
   auto connection = device.current_connection();
   if (!connection) {
     return fail(CALRT_DEVICE_LOST, "the device is lost");
   }
-  return round_trip<C>(*connection, in);
+  auto response = round_trip<C>(*connection, in);
+  note_answer(device, C::kCall, response ? response->code : uint32_t{CALRT_DEVICE_LOST});
+  return response;
 }
 
 // The response's code and message as a Status.

@@ -1,6 +1,7 @@
 // Entries: buffers, their mappings and CSRs. Mapped memory is the client's (mapping.hpp):
 // Buffer_Map fetches the bytes into the buffer's shadow, Buffer_Unmap of an input sends
-// them back.
+// them back. Between jobs the client answers a map of an input it fetched before, an unmap,
+// and a CSR it set before itself, and holds the call for the next submit (held_calls.hpp).
 #include "simdev/service/client/entry_points.hpp"
 #include "simdev/service/client/entry_support.hpp"
 
@@ -71,6 +72,18 @@ CalrtError* buffer_map(Calrt_Buffer_Map_Args* args) {
     in.buffer = WireHandle{buffer->wire};
     in.tensor_index = args->tensor_index;
     in.timeout_ns = args->timeout_ns;
+    ClientDevice& device = *buffer->device;
+    if (buffer->object->input) {
+      std::lock_guard lock(device.mutex);
+      if (may_hold(device)) {
+        if (auto shadow = buffer->object->shadows.map_again(args->tensor_index)) {
+          hold<BufferMap>(device, in);
+          args->data = shadow->data();
+          args->size_bytes = shadow->size();
+          return {};
+        }
+      }
+    }
     return forward<BufferMap>(*buffer->device, in, [&](const BufferMap::Out& out) -> Status {
       std::lock_guard lock(buffer->device->mutex);
       args->data = buffer->object->shadows.map(args->tensor_index, out.data);
@@ -81,34 +94,41 @@ CalrtError* buffer_map(Calrt_Buffer_Map_Args* args) {
 }
 
 CalrtError* buffer_unmap(Calrt_Buffer_Unmap_Args* args) {
-  return guarded(args, CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE, "Calrt_Buffer_Unmap_Args",
-                 [&]() -> Status {
-                   auto buffer = resolve_buffer(args->buffer, "buffer");
-                   if (!buffer) {
-                     return tl::unexpected(buffer.error());
-                   }
-                   ClientDevice& device = *buffer->device;
-                   if (device.lost()) {
-                     std::lock_guard lock(device.mutex);
-                     buffer->object->shadows.set_unmapped(args->tensor_index);
-                     return {};
-                   }
-                   BufferUnmap::In in;
-                   in.buffer = WireHandle{buffer->wire};
-                   in.tensor_index = args->tensor_index;
-                   if (buffer->object->input) {
-                     std::lock_guard lock(device.mutex);
-                     if (auto bytes = buffer->object->shadows.unmapped_bytes(args->tensor_index)) {
-                       in.write_back = 1;
-                       in.data = std::move(*bytes);
-                     }
-                   }
-                   return forward<BufferUnmap>(device, in, [&](const BufferUnmap::Out&) -> Status {
-                     std::lock_guard lock(device.mutex);
-                     buffer->object->shadows.set_unmapped(args->tensor_index);
-                     return {};
-                   });
-                 });
+  return guarded(
+      args, CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE, "Calrt_Buffer_Unmap_Args", [&]() -> Status {
+        auto buffer = resolve_buffer(args->buffer, "buffer");
+        if (!buffer) {
+          return tl::unexpected(buffer.error());
+        }
+        ClientDevice& device = *buffer->device;
+        if (device.lost()) {
+          std::lock_guard lock(device.mutex);
+          buffer->object->shadows.set_unmapped(args->tensor_index);
+          return {};
+        }
+        BufferUnmap::In in;
+        in.buffer = WireHandle{buffer->wire};
+        in.tensor_index = args->tensor_index;
+        {
+          std::lock_guard lock(device.mutex);
+          if (buffer->object->input) {
+            if (auto bytes = buffer->object->shadows.unmapped_bytes(args->tensor_index)) {
+              in.write_back = 1;
+              in.data = std::move(*bytes);
+            }
+          }
+          if (buffer->object->shadows.is_mapped(args->tensor_index) && may_hold(device)) {
+            hold<BufferUnmap>(device, in);
+            buffer->object->shadows.set_unmapped(args->tensor_index);
+            return {};
+          }
+        }
+        return forward<BufferUnmap>(device, in, [&](const BufferUnmap::Out&) -> Status {
+          std::lock_guard lock(device.mutex);
+          buffer->object->shadows.set_unmapped(args->tensor_index);
+          return {};
+        });
+      });
 }
 
 CalrtError* buffer_set_csr(Calrt_Buffer_SetCsr_Args* args) {
@@ -122,7 +142,19 @@ CalrtError* buffer_set_csr(Calrt_Buffer_SetCsr_Args* args) {
                    in.buffer = WireHandle{buffer->wire};
                    in.csr_index = args->csr_index;
                    in.value = args->value;
-                   return forward<BufferSetCsr>(*buffer->device, in);
+                   ClientDevice& device = *buffer->device;
+                   {
+                     std::lock_guard lock(device.mutex);
+                     if (buffer->object->csrs_set.contains(args->csr_index) && may_hold(device)) {
+                       hold<BufferSetCsr>(device, in);
+                       return {};
+                     }
+                   }
+                   return forward<BufferSetCsr>(device, in, [&](const BufferSetCsr::Out&) {
+                     std::lock_guard lock(device.mutex);
+                     buffer->object->csrs_set.insert(args->csr_index);
+                     return Status{};
+                   });
                  });
 }
 

@@ -107,6 +107,7 @@ Status reconnect(ClientDevice& device, Calrt_Device_Reset_Args* args) {
         if (auto calbin = device.calbins.find(id)) calbin->wire = calbin_wire;
       }
       device.last_status.reset();
+      device.held = HeldCalls{};
     }
     if (old) old->close();
   }

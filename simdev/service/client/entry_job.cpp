@@ -1,4 +1,5 @@
-// Entries: submitting, waiting for, inspecting and cancelling jobs. A job seen final for the
+// Entries: submitting, waiting for, inspecting and cancelling jobs. A wait that sees its job
+// final brings the job's status along, and Job_Status answers from it. A job seen final for the
 // first time is checked against its submission snapshot: a COMPLETED job whose buffers'
 // shadows were written meanwhile (a mapping kept past unmap) is reported FAILED with
 // BUFFER_REUSE, as the in-process simulator reports it.
@@ -44,6 +45,40 @@ uint32_t observe(ClientJob& job, uint32_t state) {
   return job.reuse ? uint32_t{CALRT_JOB_FAILED} : state;
 }
 
+// Fills the caller's struct from the daemon's status of the job.
+Status report_status(Resolved<ClientJob>& job, Calrt_Job_Status_Args* args,
+                     const JobStatusOut& out) {
+  {
+    std::lock_guard lock(job.device->mutex);
+    ClientJob& j = *job.object;
+    args->state = static_cast<CalrtJobState>(observe(j, out.state));
+    if (j.reuse) {
+      args->code = CALRT_BUFFER_REUSE;
+      args->message = j.strings.keep(*j.reuse);
+    } else {
+      args->code = static_cast<CalrtCode>(out.code);
+      args->message = j.strings.keep(out.message);
+    }
+    // A job that a device fault failed left the device FAULTED.
+    if (CALRT_CODE_FAULT_CLASS(out.code) == CALRT_FAULT_DEVICE) {
+      job.device->held.writes_accepted = false;
+    }
+  }
+  args->submit_time_ns = out.submit_time_ns;
+  args->start_time_ns = out.start_time_ns;
+  args->end_time_ns = out.end_time_ns;
+  // Fields appended later are written only where the caller's struct has them.
+  auto covers = [&](const uint64_t& field) {
+    return args->struct_size >= static_cast<size_t>(reinterpret_cast<const char*>(&field) -
+                                                    reinterpret_cast<const char*>(args)) +
+                                    sizeof(field);
+  };
+  if (covers(args->h2d_end_time_ns)) args->h2d_end_time_ns = out.h2d_end_time_ns;
+  if (covers(args->compute_end_time_ns)) args->compute_end_time_ns = out.compute_end_time_ns;
+  if (covers(args->compute_start_time_ns)) args->compute_start_time_ns = out.compute_start_time_ns;
+  return {};
+}
+
 }  // namespace
 
 CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
@@ -74,21 +109,39 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
     in.model_name = args->model_name;
     in.input = WireHandle{input->wire};
     in.output = WireHandle{output->wire};
-    return forward<JobSubmit>(device, in, [&](const JobSubmit::Out& out) -> Status {
-      job->wire = out.job.id;
-      std::optional<LocalId> id;
-      {
+    // Until the job is in the table, no buffer call may be held: the job may own its buffers.
+    {
+      std::lock_guard lock(device.mutex);
+      ++device.held.submits_in_flight;
+    }
+    struct InFlight {
+      ClientDevice& device;
+      ~InFlight() {
         std::lock_guard lock(device.mutex);
-        job->serial = device.next_serial++;
-        id = device.jobs.insert(job);
+        --device.held.submits_in_flight;
       }
-      if (!id) {
-        (void)round_trip<JobDestroy>(device, JobDestroy::In{out.job});
-        return fail(CALRT_OUT_OF_RANGE, "too many jobs on the device");
-      }
-      args->job = to_handle<CalrtJob>(HandleKind::kJob, device.slot, *id);
-      return {};
-    });
+    } in_flight{device};
+    auto response = submit_after_held(device, in);
+    if (!response) {
+      return tl::unexpected(response.error());
+    }
+    if (Status ok = status_of(*response); !ok) {
+      return ok;
+    }
+    const WireHandle wire = response->out.job;
+    job->wire = wire.id;
+    std::optional<LocalId> id;
+    {
+      std::lock_guard lock(device.mutex);
+      job->serial = device.next_serial++;
+      id = device.jobs.insert(job);
+    }
+    if (!id) {
+      (void)round_trip<JobDestroy>(device, JobDestroy::In{wire});
+      return fail(CALRT_OUT_OF_RANGE, "too many jobs on the device");
+    }
+    args->job = to_handle<CalrtJob>(HandleKind::kJob, device.slot, *id);
+    return {};
   });
 }
 
@@ -110,6 +163,10 @@ CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
       std::lock_guard lock(job->device->mutex);
       args->state = static_cast<CalrtJobState>(observe(*job->object, response->out.state));
       args->result = static_cast<CalrtWaitResult>(response->out.result);
+      if (response->out.status.size() == 1 &&
+          response->out.status[0].state == response->out.state && is_final(response->out.state)) {
+        job->object->final_status = std::move(response->out.status[0]);
+      }
     }
     return status_of(*response);
   });
@@ -123,42 +180,18 @@ CalrtError* job_status(Calrt_Job_Status_Args* args) {
                    if (!job) {
                      return tl::unexpected(job.error());
                    }
-                   return forward<JobStatus>(
-                       *job->device, JobStatus::In{WireHandle{job->wire}},
-                       [&](const JobStatus::Out& out) -> Status {
-                         {
-                           std::lock_guard lock(job->device->mutex);
-                           ClientJob& j = *job->object;
-                           args->state = static_cast<CalrtJobState>(observe(j, out.state));
-                           if (j.reuse) {
-                             args->code = CALRT_BUFFER_REUSE;
-                             args->message = j.strings.keep(*j.reuse);
-                           } else {
-                             args->code = static_cast<CalrtCode>(out.code);
-                             args->message = j.strings.keep(out.message);
-                           }
-                         }
-                         args->submit_time_ns = out.submit_time_ns;
-                         args->start_time_ns = out.start_time_ns;
-                         args->end_time_ns = out.end_time_ns;
-                         // Fields appended later are written only where the caller's struct has
-                         // them.
-                         auto covers = [&](const uint64_t& field) {
-                           return args->struct_size >=
-                                  static_cast<size_t>(reinterpret_cast<const char*>(&field) -
-                                                      reinterpret_cast<const char*>(args)) +
-                                      sizeof(field);
-                         };
-                         if (covers(args->h2d_end_time_ns))
-                           args->h2d_end_time_ns = out.h2d_end_time_ns;
-                         if (covers(args->compute_end_time_ns)) {
-                           args->compute_end_time_ns = out.compute_end_time_ns;
-                         }
-                         if (covers(args->compute_start_time_ns)) {
-                           args->compute_start_time_ns = out.compute_start_time_ns;
-                         }
-                         return {};
-                       });
+                   std::optional<JobStatusOut> known;
+                   {
+                     std::lock_guard lock(job->device->mutex);
+                     known = job->object->final_status;
+                   }
+                   if (known) {
+                     return report_status(*job, args, *known);
+                   }
+                   return forward<JobStatus>(*job->device, JobStatus::In{WireHandle{job->wire}},
+                                             [&](const JobStatus::Out& out) -> Status {
+                                               return report_status(*job, args, out);
+                                             });
                  });
 }
 
@@ -180,6 +213,15 @@ CalrtError* job_destroy(Calrt_Job_Destroy_Args* args) {
           return tl::unexpected(job.error());
         }
         ClientDevice& device = *job->device;
+        {
+          // A final job's release cannot fail: it rides with the next submit.
+          std::lock_guard lock(device.mutex);
+          if (job->object->seen_final && may_hold(device)) {
+            hold<JobDestroy>(device, JobDestroy::In{WireHandle{job->wire}});
+            device.jobs.erase(job->id);
+            return {};
+          }
+        }
         if (!device.lost()) {
           if (Status ok = forward<JobDestroy>(device, JobDestroy::In{WireHandle{job->wire}});
               !ok && ok.error().code != CALRT_DEVICE_LOST) {

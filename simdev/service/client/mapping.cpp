@@ -30,6 +30,20 @@ uint8_t* BufferShadows::map(uint32_t tensor, std::span<const uint8_t> fetched) {
   return shadow.bytes.get();
 }
 
+std::optional<std::span<uint8_t>> BufferShadows::map_again(uint32_t tensor) {
+  auto it = shadows_.find(tensor);
+  if (it == shadows_.end() || it->second.mapped) {
+    return std::nullopt;
+  }
+  it->second.mapped = true;
+  return std::span<uint8_t>(it->second.bytes.get(), it->second.size);
+}
+
+bool BufferShadows::is_mapped(uint32_t tensor) const {
+  auto it = shadows_.find(tensor);
+  return it != shadows_.end() && it->second.mapped;
+}
+
 std::optional<std::vector<uint8_t>> BufferShadows::unmapped_bytes(uint32_t tensor) const {
   auto it = shadows_.find(tensor);
   if (it == shadows_.end() || !it->second.mapped) {

@@ -26,6 +26,10 @@ class BufferShadows {
   // The stable pointer for a tensor, filled with the bytes the daemon sent; a tensor's
   // shadow keeps its address for the buffer's life (its size never changes).
   uint8_t* map(uint32_t tensor, std::span<const uint8_t> fetched);
+  // Maps an input tensor again without fetching it: the daemon holds what this shadow sent
+  // back last. Empty when the tensor was never fetched or is mapped.
+  std::optional<std::span<uint8_t>> map_again(uint32_t tensor);
+  bool is_mapped(uint32_t tensor) const;
   // Marks the tensor unmapped; the bytes to send back (empty when it was not mapped here).
   std::optional<std::vector<uint8_t>> unmapped_bytes(uint32_t tensor) const;
   void set_unmapped(uint32_t tensor);

@@ -429,6 +429,26 @@ Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
   return f;
 }
 
+// The simulator's Job_Status, without the daemon's PREEMPTED rewrite of a cancelled job.
+Failure job_status(Ctx& c, CalrtJob* job, JobStatusOut& out) {
+  auto args = make_args<Calrt_Job_Status_Args>();
+  args.job = job;
+  Failure f = call(c, c.api->Job_Status(&args));
+  out.state = get_enum(args.state);
+  out.code = get_enum(args.code);
+  out.message = str(args.message);
+  out.submit_time_ns = args.submit_time_ns;
+  out.start_time_ns = args.start_time_ns;
+  out.end_time_ns = args.end_time_ns;
+  out.h2d_end_time_ns = args.h2d_end_time_ns;
+  out.compute_end_time_ns = args.compute_end_time_ns;
+  out.compute_start_time_ns = args.compute_start_time_ns;
+  return f;
+}
+
+// Runs on the session's wait lane: it reads the handle table (which locks itself) and the
+// simulator, never the session's device-lane state (preempted_by concerns cancelled jobs,
+// whose status is not sent along).
 template <>
 Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.job, "job");
@@ -438,30 +458,26 @@ Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   Failure f = call(c, c.api->Job_Wait(&args));
   out.result = get_enum(args.result);
   out.state = get_enum(args.state);
+  if (args.state == CALRT_JOB_COMPLETED || args.state == CALRT_JOB_FAILED ||
+      args.state == CALRT_JOB_TIMED_OUT) {
+    JobStatusOut status;
+    if (job_status(c, job, status).ok() && status.state == out.state) {
+      out.status.push_back(std::move(status));
+    }
+  }
   return f;
 }
 
 template <>
 Failure run<JobStatus>(Ctx& c, const JobStatus::In& in, JobStatus::Out& out) {
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
-  auto args = make_args<Calrt_Job_Status_Args>();
-  args.job = job;
-  Failure f = call(c, c.api->Job_Status(&args));
-  out.state = get_enum(args.state);
-  out.code = get_enum(args.code);
-  out.message = str(args.message);
+  Failure f = job_status(c, job, out);
   if (const auto by = c.objects->preempted_by.find(in.handle.id);
-      by != c.objects->preempted_by.end() && args.state == CALRT_JOB_CANCELLED) {
+      by != c.objects->preempted_by.end() && out.state == CALRT_JOB_CANCELLED) {
     out.code = CALRT_PREEMPTED;
     out.message = "preempted: session " + std::to_string(by->second) +
                   " reset the shared device while this job was in flight (" + out.message + ")";
   }
-  out.submit_time_ns = args.submit_time_ns;
-  out.start_time_ns = args.start_time_ns;
-  out.end_time_ns = args.end_time_ns;
-  out.h2d_end_time_ns = args.h2d_end_time_ns;
-  out.compute_end_time_ns = args.compute_end_time_ns;
-  out.compute_start_time_ns = args.compute_start_time_ns;
   return f;
 }
 
@@ -667,6 +683,44 @@ Failure run<DiagStateHash>(Ctx& c, const DiagStateHash::In& in, DiagStateHash::O
   return f;
 }
 
+// ---- Service ------------------------------------------------------------------------
+
+// The held calls run as if they had come one by one (the same handlers, the same errors),
+// only without a lane visit and a round trip each.
+template <>
+Failure run<Batch>(Ctx& c, const Batch::In& in, Batch::Out& out) {
+  if (in.calls.size() > kMaxBatchCalls) {
+    return {CALRT_INVALID_ARGUMENT, "Batch: " + std::to_string(in.calls.size()) +
+                                        " calls, at most " + std::to_string(kMaxBatchCalls)};
+  }
+  std::vector<Request> requests;
+  requests.reserve(in.calls.size());
+  for (size_t i = 0; i < in.calls.size(); ++i) {
+    const std::string where = "Batch: calls[" + std::to_string(i) + "]: ";
+    auto decoded = decode_request_payload(in.calls[i].request);
+    if (!decoded) return {CALRT_INVALID_ARGUMENT, where + decoded.error()};
+    const Call call = call_of(*decoded);
+    const bool held = call == Call::buffer_map || call == Call::buffer_unmap ||
+                      call == Call::buffer_set_csr || call == Call::job_destroy;
+    const bool last_submit = call == Call::job_submit && i + 1 == in.calls.size();
+    if (!held && !last_submit) {
+      return {CALRT_INVALID_ARGUMENT,
+              where + to_string(call) +
+                  " cannot be batched (only Buffer_Map, Buffer_Unmap, Buffer_SetCsr, "
+                  "Job_Destroy, and Job_Submit last)"};
+    }
+    requests.push_back(std::move(*decoded));
+  }
+  for (const Request& request : requests) {
+    Outcome outcome = dispatch(c, request);
+    ++out.ran;
+    out.response = std::move(outcome.payload);
+    if (outcome.code != CALRT_OK) break;
+  }
+  c.call_name = to_string(Call::batch);
+  return {};
+}
+
 #undef SIMDEV_GET
 #undef SIMDEV_EXT
 
@@ -781,6 +835,19 @@ bool is_wait_call(const Request& request) {
 Call call_of(const Request& request) {
   return std::visit(
       [](const auto& tagged) { return std::decay_t<decltype(tagged)>::CallType::kCall; }, request);
+}
+
+Call scheduled_as(const Request& request) {
+  const auto* batch = std::get_if<Tagged<Batch>>(&request);
+  if (batch == nullptr) return call_of(request);
+  // A batch ending with a submit is queued as that submit (PROTOCOL.md, "Late joiners").
+  if (!batch->in.calls.empty()) {
+    const Bytes& last = batch->in.calls.back().request;
+    if (last.size() >= 2 && (last[0] | last[1] << 8) == static_cast<int>(Call::job_submit)) {
+      return Call::job_submit;
+    }
+  }
+  return Call::batch;
 }
 
 }  // namespace simdev::service::server

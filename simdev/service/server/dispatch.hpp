@@ -62,5 +62,7 @@ Failure release_session(DispatchContext& context);
 // Requests that go to the session's wait lane instead of the device lane.
 bool is_wait_call(const Request& request);
 Call call_of(const Request& request);
+// The call whose scheduling rules apply: a Batch ending with a Job_Submit is a submit.
+Call scheduled_as(const Request& request);
 
 }  // namespace simdev::service::server

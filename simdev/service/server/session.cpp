@@ -327,11 +327,10 @@ void Session::on_request(Frame& frame) {
       return;
     }
     device_queue_bytes_ += frame.payload.size();
-    device_queue_.push_back(
-        DeviceWork{id, frame.payload.size(),
-                   [self = shared_from_this(), call, work = std::move(work)]() mutable {
-                     self->run_on_device_lane(call, std::move(work));
-                   }});
+    device_queue_.push_back(DeviceWork{
+        id, frame.payload.size(),
+        [self = shared_from_this(), call = scheduled_as(*request),
+         work = std::move(work)]() mutable { self->run_on_device_lane(call, std::move(work)); }});
     post_next_device_work();
   }
 }

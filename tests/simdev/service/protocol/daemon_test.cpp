@@ -579,6 +579,55 @@ TEST_F(DaemonTest, HandlesAreIsolatedBetweenSessions) {
   EXPECT_EQ(missing.code, static_cast<uint32_t>(CALRT_CALBIN_INVALID)) << missing.message;
 }
 
+// Batch (PROTOCOL.md, "Held buffer calls") runs held buffer calls only, in order, and stops
+// at the first that fails; anything else in it is refused whole, and the connection stays.
+TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
+  start();
+  RawClient client = connect();
+  client.handshake();
+  const uint64_t device = client.attach();
+  auto batch_of = [](std::vector<std::vector<uint8_t>> requests) {
+    svc::Batch::In in;
+    for (auto& r : requests) in.calls.push_back(svc::HeldCall{std::move(r)});
+    return in;
+  };
+  svc::DeviceStatus::In status;
+  status.device.id = device;
+  svc::BufferSetCsr::In set_csr;
+  set_csr.buffer.id = 777;  // no such buffer
+  svc::JobDestroy::In destroy;
+  destroy.handle.id = 778;
+  svc::JobSubmit::In submit;
+  submit.calbin.id = 779;
+  submit.model_name = "decode";
+
+  auto refused = [&](svc::Batch::In in, const char* says) {
+    auto answer = client.call<svc::Batch>(in);
+    EXPECT_EQ(answer.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT)) << answer.message;
+    EXPECT_NE(answer.message.find(says), std::string::npos) << answer.message;
+    EXPECT_EQ(answer.out.ran, 0u);
+  };
+  refused(batch_of({svc::encode_request_payload<svc::DeviceStatus>(status)}), "cannot be batched");
+  refused(batch_of({svc::encode_request_payload<svc::Batch>(batch_of({}))}), "cannot be batched");
+  refused(batch_of({svc::encode_request_payload<svc::JobSubmit>(submit),
+                    svc::encode_request_payload<svc::BufferSetCsr>(set_csr)}),
+          "Job_Submit last");
+  refused(batch_of({svc::encode_request_payload<svc::BufferSetCsr>(set_csr), {0xff, 0xff}}),
+          "calls[1]: request: unknown call");
+
+  // Held calls run until the first failure; the answer is that call's own response.
+  auto stopped =
+      client.call<svc::Batch>(batch_of({svc::encode_request_payload<svc::JobDestroy>(destroy),
+                                        svc::encode_request_payload<svc::BufferSetCsr>(set_csr)}));
+  ASSERT_EQ(stopped.code, 0u) << stopped.message;
+  EXPECT_EQ(stopped.out.ran, 1u);
+  auto first = svc::decode_response_payload<svc::JobDestroy>(stopped.out.response);
+  ASSERT_TRUE(first) << first.error();
+  EXPECT_EQ(first->code, static_cast<uint32_t>(CALRT_INVALID_HANDLE)) << first->message;
+  EXPECT_NE(first->message.find("778"), std::string::npos) << first->message;
+  expect_alive();
+}
+
 TEST_F(DaemonTest, SharedDeviceRefusesAnotherConfig) {
   start({"--device-config", "dram_mib=2048"});
   RawClient a = connect();
