@@ -206,6 +206,27 @@ void BM_DecodeStepSocket(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStepSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// One round trip and nothing else: Device_Status over the socket, the floor under every call
+// a step still sends.
+void BM_RoundTripSocket(benchmark::State& state) {
+  std::string endpoint;
+  try {
+    endpoint = daemon().endpoint();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
+  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
+  try {
+    calrt::Device device = calrt::Device::create(calrt::Api(table), calrt::DeviceKind::sim);
+    for (auto _ : state) benchmark::DoNotOptimize(device.status());
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+BENCHMARK(BM_RoundTripSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 namespace svc = simdev::service;
 
 // A session that floods the daemon: raw frames over its own connection, `depth` Diag_Report

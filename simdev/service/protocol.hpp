@@ -562,14 +562,35 @@ struct JobStatusOut {
   }
 };
 
+struct TensorIndex {
+  uint32_t index = 0;
+  template <class V>
+  void visit(V& v) {
+    v("index", index);
+  }
+};
+
+struct FetchedTensor {
+  uint32_t index = 0;
+  Bytes data;
+  template <class V>
+  void visit(V& v) {
+    v("index", index), v("data", data);
+  }
+};
+
 struct JobWait {
   static constexpr Call kCall = Call::job_wait;
   struct In {
     WireHandle job;
     uint64_t timeout_ns = 0;
+    // Protocol major 4: tensors of `output` (the job's output buffer) to send back with the
+    // answer if the job COMPLETED, so that mapping them needs no round trip.
+    WireHandle output;
+    std::vector<TensorIndex> fetch;
     template <class V>
     void visit(V& v) {
-      v("job", job), v("timeout_ns", timeout_ns);
+      v("job", job), v("timeout_ns", timeout_ns), v("output", output), v("fetch", fetch);
     }
   };
   struct Out {
@@ -578,9 +599,11 @@ struct JobWait {
     // none otherwise): a final job's status never changes, so the client answers the
     // Job_Status that follows a wait itself. Protocol major 4.
     std::vector<JobStatusOut> status;
+    // The tensors of In::fetch that could be read (none unless COMPLETED).
+    std::vector<FetchedTensor> outputs;
     template <class V>
     void visit(V& v) {
-      v("result", result), v("state", state), v("status", status);
+      v("result", result), v("state", state), v("status", status), v("outputs", outputs);
     }
   };
 };

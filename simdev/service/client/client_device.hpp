@@ -44,6 +44,10 @@ struct ClientBuffer {
   bool input = false;
   BufferShadows shadows;
   std::set<uint32_t> csrs_set;  // CSR indices the daemon accepted a Buffer_SetCsr for
+  // Output tensors whose shadow holds what the last job wrote (sent with its wait); cleared
+  // when the buffer goes to a job again.
+  std::set<uint32_t> fetched;
+  uint64_t submissions = 0;  // jobs submitted with this buffer
 };
 
 struct ClientJob {
@@ -53,6 +57,7 @@ struct ClientJob {
   SubmitSnapshot snapshot;
   bool seen_final = false;
   std::optional<JobStatusOut> final_status;  // sent with a Job_Wait that saw the job final
+  uint64_t output_submission = 0;            // the output buffer's `submissions` at submit
   std::optional<std::string> reuse;          // the BUFFER_REUSE message once detected
   StringStore strings;
 };
@@ -91,6 +96,8 @@ struct ClientDevice {
   std::optional<DeviceStatus::Out> last_status;  // served while the device is lost
   std::mutex reconnect_mutex;                    // one Device_Reset reconnects at a time
   HeldCalls held;                                // buffer calls answered here, not yet sent
+  // Held calls leave in the order they were made: taking them and sending them is one step.
+  std::mutex held_send_mutex;
 
   std::shared_ptr<Connection> current_connection() {
     std::lock_guard lock(mutex);

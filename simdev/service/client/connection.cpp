@@ -393,6 +393,14 @@ Fault Connection::lost_fault() const {
 }
 
 Expected<std::vector<uint8_t>> Connection::call(std::span<const uint8_t> request_payload) {
+  auto sent = send_request(request_payload);
+  if (!sent) {
+    return tl::unexpected(sent.error());
+  }
+  return await_response(*sent);
+}
+
+Expected<Connection::Sent> Connection::send_request(std::span<const uint8_t> request_payload) {
   auto pending = std::make_shared<Pending>();
   uint32_t id = 0;
   {
@@ -408,6 +416,12 @@ Expected<std::vector<uint8_t>> Connection::call(std::span<const uint8_t> request
   if (Status sent = send_frame(MessageType::request, id, request_payload); !sent) {
     mark_lost(sent.error().message);
   }
+  return Sent{id, pending};
+}
+
+Expected<std::vector<uint8_t>> Connection::await_response(const Sent& sent) {
+  const uint32_t id = sent.id;
+  const auto pending = std::static_pointer_cast<Pending>(sent.pending);
   std::unique_lock lock(mutex_);
   // The reader ends every wait: an answer, or the connection lost (EOF at once, silence
   // after the liveness bound). The timed wait only re-checks, it never spins.

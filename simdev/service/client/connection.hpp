@@ -42,6 +42,15 @@ class Connection {
   // connection is or becomes lost before the answer.
   Expected<std::vector<uint8_t>> call(std::span<const uint8_t> request_payload);
 
+  // call() in two halves, for a caller that must order its sends with other threads' (held
+  // buffer calls) without holding its lock through the wait.
+  struct Sent {
+    uint32_t id = 0;
+    std::shared_ptr<void> pending;
+  };
+  Expected<Sent> send_request(std::span<const uint8_t> request_payload);
+  Expected<std::vector<uint8_t>> await_response(const Sent& sent);
+
   bool lost() const;
   std::string lost_reason() const;
   const Welcome& welcome() const { return welcome_; }

@@ -73,9 +73,12 @@ CalrtError* buffer_map(Calrt_Buffer_Map_Args* args) {
     in.tensor_index = args->tensor_index;
     in.timeout_ns = args->timeout_ns;
     ClientDevice& device = *buffer->device;
-    if (buffer->object->input) {
+    {
+      // An input holds what the client sent last; an output, what its last job's wait sent.
       std::lock_guard lock(device.mutex);
-      if (may_hold(device)) {
+      const bool known =
+          buffer->object->input || buffer->object->fetched.contains(args->tensor_index);
+      if (known && may_hold(device)) {
         if (auto shadow = buffer->object->shadows.map_again(args->tensor_index)) {
           hold<BufferMap>(device, in);
           args->data = shadow->data();

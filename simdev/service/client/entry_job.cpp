@@ -103,6 +103,10 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
       std::lock_guard lock(device.mutex);
       job->snapshot.input = input->object->shadows.fingerprints();
       job->snapshot.output = output->object->shadows.fingerprints();
+      input->object->fetched.clear();
+      output->object->fetched.clear();
+      ++input->object->submissions;
+      job->output_submission = ++output->object->submissions;
     }
     JobSubmit::In in;
     in.calbin = WireHandle{calbin->wire};
@@ -154,6 +158,16 @@ CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
     JobWait::In in;
     in.job = WireHandle{job->wire};
     in.timeout_ns = args->timeout_ns;
+    std::shared_ptr<ClientBuffer> output;
+    {
+      // The outputs the host read before come back with the answer.
+      std::lock_guard lock(job->device->mutex);
+      output = job->object->output;
+      if (output) {
+        in.output = WireHandle{output->wire};
+        for (uint32_t tensor : output->shadows.tensors()) in.fetch.push_back({tensor});
+      }
+    }
     auto response = round_trip<JobWait>(*job->device, in);
     if (!response) {
       return tl::unexpected(response.error());
@@ -166,6 +180,16 @@ CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
       if (response->out.status.size() == 1 &&
           response->out.status[0].state == response->out.state && is_final(response->out.state)) {
         job->object->final_status = std::move(response->out.status[0]);
+      }
+      // After observe(): the shadows' fingerprints are compared with the submission's first.
+      // Unless another job took the buffer meanwhile (another thread submitted it).
+      if (output && response->out.state == CALRT_JOB_COMPLETED &&
+          output->submissions == job->object->output_submission) {
+        for (const FetchedTensor& tensor : response->out.outputs) {
+          if (output->shadows.refill(tensor.index, tensor.data)) {
+            output->fetched.insert(tensor.index);
+          }
+        }
       }
     }
     return status_of(*response);

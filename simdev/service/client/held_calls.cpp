@@ -1,5 +1,6 @@
 #include "simdev/service/client/held_calls.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -25,23 +26,34 @@ Expected<AnswerHead> answer_head(const Bytes& payload) {
   return head;
 }
 
-std::vector<HeldCall> take_held(ClientDevice& device) {
-  std::lock_guard lock(device.mutex);
-  device.held.bytes = 0;
-  return std::exchange(device.held.calls, {});
-}
-
-// Sends `calls` as one Batch. On success the answer of the last call, which ran; a held call
-// that failed is this call's failure, and its message says so.
-Expected<Bytes> run_batch(ClientDevice& device, std::vector<HeldCall> calls, const char* before) {
-  const size_t count = calls.size();
+// Sends what the device holds, then `last` if given, as one Batch; nullopt when there was
+// nothing to send. On success the answer of the last call, which ran; a held call that failed
+// is this call's failure, and its message says so.
+std::optional<Expected<Bytes>> run_batch(ClientDevice& device, const Bytes* last,
+                                         const char* before) {
+  std::unique_lock order(device.held_send_mutex);
+  Batch::In in;
+  {
+    std::lock_guard lock(device.mutex);
+    device.held.bytes = 0;
+    in.calls = std::exchange(device.held.calls, {});
+  }
+  // On a lost connection they have nowhere to go; the call itself answers DEVICE_LOST, or
+  // what a lost device answers.
+  if (in.calls.empty() || device.lost()) return std::nullopt;
+  if (last != nullptr) in.calls.push_back(HeldCall{*last});
+  const size_t count = in.calls.size();
   auto connection = device.current_connection();
   if (!connection) return fail(CALRT_DEVICE_LOST, "the device is lost");
-  auto answer = round_trip<Batch>(*connection, Batch::In{std::move(calls)});
-  if (!answer) {
-    note_answer(device, Call::batch, answer.error().code);
-    return tl::unexpected(answer.error());
+  auto sent = connection->send_request(encode_request_payload<Batch>(in));
+  order.unlock();
+  auto bytes = sent ? connection->await_response(*sent) : tl::unexpected(sent.error());
+  if (!bytes) {
+    note_answer(device, Call::batch, bytes.error().code);
+    return tl::unexpected(bytes.error());
   }
+  auto answer = decode_response_payload<Batch>(*bytes);
+  if (!answer) return fail(CALRT_INTERNAL, "malformed answer from the daemon: " + answer.error());
   if (answer->code != CALRT_OK) {
     note_answer(device, Call::batch, answer->code);
     return fail(static_cast<CalrtCode>(answer->code), answer->message);
@@ -81,22 +93,17 @@ void hold_payload(ClientDevice& device, std::vector<uint8_t> request) {
 }
 
 Status flush_held(ClientDevice& device) {
-  std::vector<HeldCall> calls = take_held(device);
-  // On a lost connection they have nowhere to go; the call itself answers DEVICE_LOST, or
-  // what a lost device answers.
-  if (calls.empty() || device.lost()) return {};
-  auto answer = run_batch(device, std::move(calls), nullptr);
-  if (!answer) return tl::unexpected(answer.error());
+  auto answer = run_batch(device, nullptr, nullptr);
+  if (answer && !*answer) return tl::unexpected(answer->error());
   return {};
 }
 
 Expected<Response<JobSubmit>> submit_after_held(ClientDevice& device, const JobSubmit::In& in) {
-  std::vector<HeldCall> calls = take_held(device);
-  if (calls.empty()) return round_trip<JobSubmit>(device, in);
-  calls.push_back(HeldCall{encode_request_payload<JobSubmit>(in)});
-  auto answer = run_batch(device, std::move(calls), "Job_Submit");
-  if (!answer) return tl::unexpected(answer.error());
-  auto response = decode_response_payload<JobSubmit>(*answer);
+  const Bytes submit = encode_request_payload<JobSubmit>(in);
+  auto answer = run_batch(device, &submit, "Job_Submit");
+  if (!answer) return round_trip<JobSubmit>(device, in);
+  if (!*answer) return tl::unexpected(answer->error());
+  auto response = decode_response_payload<JobSubmit>(**answer);
   if (!response)
     return fail(CALRT_INTERNAL, "malformed answer from the daemon: " + response.error());
   return std::move(*response);

@@ -44,6 +44,22 @@ bool BufferShadows::is_mapped(uint32_t tensor) const {
   return it != shadows_.end() && it->second.mapped;
 }
 
+bool BufferShadows::refill(uint32_t tensor, std::span<const uint8_t> bytes) {
+  auto it = shadows_.find(tensor);
+  if (it == shadows_.end() || it->second.mapped || it->second.size != bytes.size()) {
+    return false;
+  }
+  if (!bytes.empty()) std::memcpy(it->second.bytes.get(), bytes.data(), bytes.size());
+  return true;
+}
+
+std::vector<uint32_t> BufferShadows::tensors() const {
+  std::vector<uint32_t> out;
+  out.reserve(shadows_.size());
+  for (const auto& [tensor, shadow] : shadows_) out.push_back(tensor);
+  return out;
+}
+
 std::optional<std::vector<uint8_t>> BufferShadows::unmapped_bytes(uint32_t tensor) const {
   auto it = shadows_.find(tensor);
   if (it == shadows_.end() || !it->second.mapped) {

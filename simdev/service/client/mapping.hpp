@@ -30,6 +30,11 @@ class BufferShadows {
   // back last. Empty when the tensor was never fetched or is mapped.
   std::optional<std::span<uint8_t>> map_again(uint32_t tensor);
   bool is_mapped(uint32_t tensor) const;
+  // Overwrites an unmapped shadow of the same size with bytes the daemon sent; false (and
+  // nothing written) otherwise.
+  bool refill(uint32_t tensor, std::span<const uint8_t> bytes);
+  // The tensors that have a shadow.
+  std::vector<uint32_t> tensors() const;
   // Marks the tensor unmapped; the bytes to send back (empty when it was not mapped here).
   std::optional<std::vector<uint8_t>> unmapped_bytes(uint32_t tensor) const;
   void set_unmapped(uint32_t tensor);

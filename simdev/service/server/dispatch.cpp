@@ -446,6 +446,33 @@ Failure job_status(Ctx& c, CalrtJob* job, JobStatusOut& out) {
   return f;
 }
 
+// The tensors a completed job's wait brings along: each mapped, copied and unmapped at once,
+// exclusive of the device lane, so no other call sees the mapping. A tensor that cannot be
+// mapped now (the host mapped it meanwhile, a bad index) is left out: the client then maps it
+// with a call of its own, which reports why.
+void fetch_outputs(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
+  auto found = c.objects->handles.find(in.output.id, HandleKind::buffer, "output");
+  if (!found) return;
+  auto* buffer = static_cast<CalrtBuffer*>(*found);
+  uint64_t total = 0;
+  for (const TensorIndex& tensor : in.fetch) {
+    if (c.objects->mappings.contains({in.output.id, tensor.index})) continue;
+    auto map = make_args<Calrt_Buffer_Map_Args>();
+    map.buffer = buffer;
+    map.tensor_index = tensor.index;
+    if (!call(c, c.api->Buffer_Map(&map)).ok()) continue;
+    total += map.size_bytes;
+    if (total <= kMaxMapBytes && (map.data != nullptr || map.size_bytes == 0)) {
+      const auto* bytes = static_cast<const uint8_t*>(map.data);
+      out.outputs.push_back(FetchedTensor{tensor.index, Bytes(bytes, bytes + map.size_bytes)});
+    }
+    auto unmap = make_args<Calrt_Buffer_Unmap_Args>();
+    unmap.buffer = buffer;
+    unmap.tensor_index = tensor.index;
+    (void)call(c, c.api->Buffer_Unmap(&unmap));
+  }
+}
+
 // Runs on the session's wait lane: it reads the handle table (which locks itself) and the
 // simulator, never the session's device-lane state (preempted_by concerns cancelled jobs,
 // whose status is not sent along).
@@ -464,6 +491,9 @@ Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
     if (job_status(c, job, status).ok() && status.state == out.state) {
       out.status.push_back(std::move(status));
     }
+  }
+  if (args.state == CALRT_JOB_COMPLETED && !in.fetch.empty() && c.on_device_lane) {
+    c.on_device_lane([&] { fetch_outputs(c, in, out); });
   }
   return f;
 }

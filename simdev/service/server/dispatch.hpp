@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -43,6 +44,9 @@ struct DispatchContext {
   // PERMISSION_DENIED.
   bool control = false;
   uint64_t session_id = 0;
+  // Runs a callable exclusive of the device lane (set for calls run on a wait lane, which
+  // must not touch the session's objects otherwise).
+  std::function<void(const std::function<void()>&)> on_device_lane;
 };
 
 struct Outcome {

@@ -30,19 +30,39 @@ void Lane::stop_and_join() {
   thread_.join();
 }
 
+bool Lane::run_here_if_idle(Work& work) {
+  if (state_->queue.size_approx() != 0) return false;
+  std::unique_lock lock(state_->running, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  run_item(*state_, work);
+  return true;
+}
+
+bool Lane::run_here(const Work& work, std::chrono::milliseconds bound) {
+  std::unique_lock lock(state_->running, bound);
+  if (!lock.owns_lock()) return false;
+  run_item(*state_, work);
+  return true;
+}
+
+void Lane::run_item(State& state, const Work& work) {
+  try {
+    work();
+  } catch (const std::exception& e) {
+    spdlog::error("{} lane: work item threw: {}", state.name, e.what());
+  } catch (...) {
+    spdlog::error("{} lane: work item threw a non-standard exception", state.name);
+  }
+}
+
 void Lane::run(const std::shared_ptr<State>& state) {
   while (true) {
     Work work;
     // Timed so that the thread never blocks unboundedly, even if a stop marker were lost.
     if (!state->queue.wait_dequeue_timed(work, std::chrono::milliseconds(500))) continue;
     if (!work) return;
-    try {
-      work();
-    } catch (const std::exception& e) {
-      spdlog::error("{} lane: work item threw: {}", state->name, e.what());
-    } catch (...) {
-      spdlog::error("{} lane: work item threw a non-standard exception", state->name);
-    }
+    std::lock_guard lock(state->running);
+    run_item(*state, work);
   }
 }
 

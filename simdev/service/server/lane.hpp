@@ -2,8 +2,10 @@
 // lane serves every session's device calls; each session has a wait lane for Job_Wait.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -21,6 +23,16 @@ class Lane {
   Lane& operator=(const Lane&) = delete;
 
   void post(Work work);
+  // Runs `work` on the calling thread when the lane has nothing queued and is between items,
+  // as if it were the lane's next item (the lane waits meanwhile); else returns false and
+  // leaves `work` alone. Saves the two thread hand-offs of a post and its answer for a short
+  // call (benchmarks/README.md); never for one that may block.
+  bool run_here_if_idle(Work& work);
+  // Runs `work` on the calling thread between two of the lane's items, waiting up to
+  // `bound` for the one running; false when it did not run. For another thread that must
+  // touch the lane's state briefly. Bounded, because the running item may be waiting for
+  // the caller's own thread (a session's cleanup joins its wait lane).
+  bool run_here(const Work& work, std::chrono::milliseconds bound);
   // Runs what is queued before the stop, then joins. Idempotent; must not be called from
   // the lane's own thread.
   void stop_and_join();
@@ -40,7 +52,10 @@ class Lane {
   struct State {
     std::string name;
     moodycamel::BlockingConcurrentQueue<Work, QueueTraits> queue;
+    // Held while a work item runs, on the lane or through run_here_if_idle.
+    std::timed_mutex running;
   };
+  static void run_item(State& state, const Work& work);
   static void run(const std::shared_ptr<State>& state);
 
   std::shared_ptr<State> state_;

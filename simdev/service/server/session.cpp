@@ -25,6 +25,32 @@ constexpr size_t kPreHelloPayloadLimit = 4096;
 // a few queued; 64 leaves pipelining room.
 constexpr size_t kMaxQueuedRequests = 64;
 constexpr size_t kMaxQueuedBytes = size_t{256} << 20;
+// How long a wait lane waits for the device lane to fetch a completed job's outputs; past it
+// the client maps them with calls of its own.
+constexpr auto kWaitLaneFetchBound = std::chrono::milliseconds(100);
+
+// Calls that return at once whatever the device does (no file read, no upload, no wait, no
+// large copy): these may run on the io thread when the device lane is idle.
+bool is_short_call(Call call) {
+  switch (call) {
+    case Call::device_status:
+    case Call::buffer_map:
+    case Call::buffer_unmap:
+    case Call::buffer_set_csr:
+    case Call::buffer_get_csr:
+    case Call::job_submit:
+    case Call::job_status:
+    case Call::job_cancel:
+    case Call::job_destroy:
+    case Call::kv_apply:
+    case Call::kv_info:
+    case Call::clock_get:
+    case Call::batch:
+      return true;
+    default:
+      return false;
+  }
+}
 
 const char* type_name(MessageType type) {
   switch (type) {
@@ -299,6 +325,12 @@ void Session::on_request(Frame& frame) {
     context.calbin_roots = &self->shared_.calbin_roots;
     context.control = self->control_;
     context.session_id = self->session_id_;
+    if (is_wait_call(*request)) {
+      context.on_device_lane = [lane =
+                                    &self->shared_.device_lane](const std::function<void()>& fn) {
+        (void)lane->run_here(fn, kWaitLaneFetchBound);
+      };
+    }
     Outcome outcome = dispatch(context, *request);
     deliver(std::move(self), id, std::move(outcome));
   };
@@ -327,10 +359,13 @@ void Session::on_request(Frame& frame) {
       return;
     }
     device_queue_bytes_ += frame.payload.size();
-    device_queue_.push_back(DeviceWork{
-        id, frame.payload.size(),
-        [self = shared_from_this(), call = scheduled_as(*request),
-         work = std::move(work)]() mutable { self->run_on_device_lane(call, std::move(work)); }});
+    const Call scheduled = scheduled_as(*request);
+    device_queue_.push_back(
+        DeviceWork{id, frame.payload.size(),
+                   [self = shared_from_this(), call = scheduled, work = std::move(work)]() mutable {
+                     self->run_on_device_lane(call, std::move(work));
+                   },
+                   is_short_call(scheduled)});
     post_next_device_work();
   }
 }
@@ -341,6 +376,8 @@ void Session::post_next_device_work() {
   device_queue_.pop_front();
   device_queue_bytes_ -= next.bytes;
   on_device_lane_ = next.request_id;
+  // Still "on the lane" when run here: the session's next request waits for its answer.
+  if (next.short_call && shared_.device_lane.run_here_if_idle(next.run)) return;
   shared_.device_lane.post(std::move(next.run));
 }
 

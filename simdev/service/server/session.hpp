@@ -128,6 +128,7 @@ class Session : public std::enable_shared_from_this<Session> {
     uint32_t request_id;
     size_t bytes;  // of the request's payload, counted against kMaxQueuedBytes
     std::function<void()> run;
+    bool short_call = false;  // may run on the io thread when the lane is idle
   };
   std::deque<DeviceWork> device_queue_;  // io thread: not yet on the device lane
   size_t device_queue_bytes_ = 0;
