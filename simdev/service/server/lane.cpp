@@ -31,18 +31,45 @@ void Lane::stop_and_join() {
 }
 
 bool Lane::run_here_if_idle(Work& work) {
-  if (state_->queue.size_approx() != 0) return false;
-  std::unique_lock lock(state_->running, std::try_to_lock);
-  if (!lock.owns_lock()) return false;
+  {
+    std::lock_guard lock(state_->gate);
+    if (state_->running || state_->queue.size_approx() != 0) return false;
+    state_->running = true;
+  }
   run_item(*state_, work);
+  leave(*state_);
   return true;
 }
 
 bool Lane::run_here(const Work& work, std::chrono::milliseconds bound) {
-  std::unique_lock lock(state_->running, bound);
-  if (!lock.owns_lock()) return false;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  if (!enter(*state_, &deadline)) return false;
   run_item(*state_, work);
+  leave(*state_);
   return true;
+}
+
+bool Lane::enter(State& state, const std::chrono::steady_clock::time_point* deadline) {
+  std::unique_lock lock(state.gate);
+  while (state.running) {
+    if (deadline == nullptr) {
+      // Bounded re-checks; whoever runs an item notifies when it is done.
+      state.gate_free.wait_for(lock, std::chrono::milliseconds(500));
+    } else if (state.gate_free.wait_until(lock, *deadline) == std::cv_status::timeout &&
+               state.running) {
+      return false;
+    }
+  }
+  state.running = true;
+  return true;
+}
+
+void Lane::leave(State& state) {
+  {
+    std::lock_guard lock(state.gate);
+    state.running = false;
+  }
+  state.gate_free.notify_all();
 }
 
 void Lane::run_item(State& state, const Work& work) {
@@ -61,8 +88,9 @@ void Lane::run(const std::shared_ptr<State>& state) {
     // Timed so that the thread never blocks unboundedly, even if a stop marker were lost.
     if (!state->queue.wait_dequeue_timed(work, std::chrono::milliseconds(500))) continue;
     if (!work) return;
-    std::lock_guard lock(state->running);
+    enter(*state, nullptr);
     run_item(*state, work);
+    leave(*state);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -52,9 +53,16 @@ class Lane {
   struct State {
     std::string name;
     moodycamel::BlockingConcurrentQueue<Work, QueueTraits> queue;
-    // Held while a work item runs, on the lane or through run_here_if_idle.
-    std::timed_mutex running;
+    // Whether a work item runs, on the lane or through run_here*: one at a time. A flag
+    // under a plain mutex rather than a timed mutex, whose timed lock ThreadSanitizer does
+    // not see (pthread_mutex_clocklock), so that every hand-over stays visible to it.
+    std::mutex gate;
+    std::condition_variable gate_free;
+    bool running = false;
   };
+  // Takes the turn to run an item: waits until none runs, up to `deadline` if given.
+  static bool enter(State& state, const std::chrono::steady_clock::time_point* deadline);
+  static void leave(State& state);
   static void run_item(State& state, const Work& work);
   static void run(const std::shared_ptr<State>& state);
 
