@@ -10,6 +10,10 @@
 //                           Diag_Report requests (each a full JSON dump of the device)
 //                           pipelined without pause: the daemon's fairness. PROTOCOL.md's
 //                           bound is 2x BM_DecodeStepSocket.
+//   BM_DecodeStepSocketBesideInProcess
+//                           the first two interleaved, one step of each per iteration: what
+//                           the service adds per step, measured within one run.
+//   BM_RoundTripSocket      one Device_Status over the socket.
 // Time is wall time per step (the daemon's work is not on this process's CPU clock).
 // The calbin comes from $CALRT_BENCH_CALBIN, or is generated into a temporary directory.
 #include <benchmark/benchmark.h>
@@ -19,7 +23,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -205,6 +211,57 @@ void BM_DecodeStepSocket(benchmark::State& state) {
   run_steps(state, calrt::Api(table));
 }
 BENCHMARK(BM_DecodeStepSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+double median_us(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
+  std::nth_element(samples.begin(), mid, samples.end());
+  return *mid;
+}
+
+// The two steps above interleaved, one of each per iteration: on a shared machine the load
+// moves between two separate benchmarks, and what the service adds is their difference.
+// Counters: each step's median (us), the difference and the ratio of the medians.
+void BM_DecodeStepSocketBesideInProcess(benchmark::State& state) {
+  std::optional<DecodeSession> local, served;
+  try {
+    const std::string endpoint = daemon().endpoint();
+    const CalrtApi* sim = calrt_sim_get_api(CALRT_ABI_MAJOR);
+    calrt::validate_table(sim, CALRT_ABI_MAJOR, "sim (in-process)");
+    const CalrtApi* client = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
+    calrt::validate_table(client, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
+    local.emplace(calrt::Api(sim), calbin_path());
+    served.emplace(calrt::Api(client), calbin_path());
+    local->step();
+    served->step();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> local_us, served_us;
+  for (auto _ : state) {
+    try {
+      const auto t0 = Clock::now();
+      local->step();
+      const auto t1 = Clock::now();
+      served->step();
+      const auto t2 = Clock::now();
+      local_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      served_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      return;
+    }
+  }
+  const double in_process = median_us(std::move(local_us));
+  const double socket = median_us(std::move(served_us));
+  state.counters["in_process_p50_us"] = in_process;
+  state.counters["socket_p50_us"] = socket;
+  state.counters["added_p50_us"] = socket - in_process;
+  state.counters["ratio_p50"] = in_process > 0 ? socket / in_process : 0;
+}
+BENCHMARK(BM_DecodeStepSocketBesideInProcess)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // One round trip and nothing else: Device_Status over the socket, the floor under every call
 // a step still sends.

@@ -2,17 +2,15 @@
 
 #include <cstring>
 
+#include <xxhash.h>
+
 namespace simdev::service::client {
 namespace {
 
-// FNV-1a: cheap, and any single written byte changes it.
-uint64_t fingerprint(const uint8_t* data, size_t size) {
-  uint64_t hash = 1469598103934665603ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash = (hash ^ data[i]) * 1099511628211ull;
-  }
-  return hash;
-}
+// XXH3, at memory speed: with a byte-wise FNV-1a, hashing the reference model's 303872-byte
+// logits shadow at each submit and each final job cost the client 1012 us of CPU per decode
+// step, against 143 us now (benchmarks/README.md).
+uint64_t fingerprint(const uint8_t* data, size_t size) { return XXH3_64bits(data, size); }
 
 }  // namespace
 

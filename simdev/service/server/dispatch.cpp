@@ -356,7 +356,7 @@ Failure run<BufferMap>(Ctx& c, const BufferMap::In& in, BufferMap::Out& out) {
                 " bytes exceed the service's frame limit of " + std::to_string(kMaxMapBytes)};
   }
   const auto* bytes = static_cast<const uint8_t*>(args.data);
-  out.data.assign(bytes, bytes + args.size_bytes);
+  if (!c.in_batch) out.data.assign(bytes, bytes + args.size_bytes);
   c.objects->mappings[{in.buffer.id, in.tensor_index}] = {args.data, args.size_bytes};
   return {};
 }
@@ -741,12 +741,14 @@ Failure run<Batch>(Ctx& c, const Batch::In& in, Batch::Out& out) {
     }
     requests.push_back(std::move(*decoded));
   }
+  c.in_batch = true;
   for (const Request& request : requests) {
     Outcome outcome = dispatch(c, request);
     ++out.ran;
     out.response = std::move(outcome.payload);
     if (outcome.code != CALRT_OK) break;
   }
+  c.in_batch = false;
   c.call_name = to_string(Call::batch);
   return {};
 }

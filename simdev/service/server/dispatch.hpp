@@ -44,6 +44,9 @@ struct DispatchContext {
   // PERMISSION_DENIED.
   bool control = false;
   uint64_t session_id = 0;
+  // Running a Batch's calls: the client reads their answers for the code only (it holds a
+  // held map's bytes already), so Buffer_Map copies no bytes into its answer.
+  bool in_batch = false;
   // Runs a callable exclusive of the device lane (set for calls run on a wait lane, which
   // must not touch the session's objects otherwise).
   std::function<void(const std::function<void()>&)> on_device_lane;
