@@ -191,24 +191,33 @@ void run_steps(benchmark::State& state, const calrt::Api& api) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void BM_DecodeStepInProcess(benchmark::State& state) {
+// The runtimes under test: the simulator linked in, and the client of the benchmark's
+// daemon (started on first use). Both throw when the table is unusable.
+calrt::Api sim_api() {
   const CalrtApi* table = calrt_sim_get_api(CALRT_ABI_MAJOR);
   calrt::validate_table(table, CALRT_ABI_MAJOR, "sim (in-process)");
-  run_steps(state, calrt::Api(table));
+  return calrt::Api(table);
 }
+
+calrt::Api client_api() {
+  const std::string endpoint = daemon().endpoint();
+  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
+  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
+  return calrt::Api(table);
+}
+
+void BM_DecodeStepInProcess(benchmark::State& state) { run_steps(state, sim_api()); }
 BENCHMARK(BM_DecodeStepInProcess)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_DecodeStepSocket(benchmark::State& state) {
-  std::string endpoint;
+  calrt::Api api;
   try {
-    endpoint = daemon().endpoint();
+    api = client_api();
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
-  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
-  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
-  run_steps(state, calrt::Api(table));
+  run_steps(state, api);
 }
 BENCHMARK(BM_DecodeStepSocket)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
@@ -225,13 +234,8 @@ double median_us(std::vector<double> samples) {
 void BM_DecodeStepSocketBesideInProcess(benchmark::State& state) {
   std::optional<DecodeSession> local, served;
   try {
-    const std::string endpoint = daemon().endpoint();
-    const CalrtApi* sim = calrt_sim_get_api(CALRT_ABI_MAJOR);
-    calrt::validate_table(sim, CALRT_ABI_MAJOR, "sim (in-process)");
-    const CalrtApi* client = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
-    calrt::validate_table(client, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
-    local.emplace(calrt::Api(sim), calbin_path());
-    served.emplace(calrt::Api(client), calbin_path());
+    local.emplace(sim_api(), calbin_path());
+    served.emplace(client_api(), calbin_path());
     local->step();
     served->step();
   } catch (const std::exception& e) {
@@ -266,17 +270,8 @@ BENCHMARK(BM_DecodeStepSocketBesideInProcess)->UseRealTime()->Unit(benchmark::kM
 // One round trip and nothing else: Device_Status over the socket, the floor under every call
 // a step still sends.
 void BM_RoundTripSocket(benchmark::State& state) {
-  std::string endpoint;
   try {
-    endpoint = daemon().endpoint();
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
-  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
-  try {
-    calrt::Device device = calrt::Device::create(calrt::Api(table), calrt::DeviceKind::sim);
+    calrt::Device device = calrt::Device::create(client_api(), calrt::DeviceKind::sim);
     for (auto _ : state) benchmark::DoNotOptimize(device.status());
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
@@ -384,18 +379,16 @@ class Flooder {
 };
 
 void BM_DecodeStepSocketBesideFlood(benchmark::State& state) {
-  std::string endpoint;
+  calrt::Api api;
   std::unique_ptr<Flooder> flooder;
   try {
-    endpoint = daemon().endpoint();
+    api = client_api();
     flooder = std::make_unique<Flooder>(daemon().socket(), 64);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
-  const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, endpoint.c_str());
-  calrt::validate_table(table, CALRT_ABI_MAJOR, "calrt_client " + endpoint);
-  run_steps(state, calrt::Api(table));
+  run_steps(state, api);
   flooder->stop();
   state.counters["flood_answered"] = static_cast<double>(flooder->answered());
 }

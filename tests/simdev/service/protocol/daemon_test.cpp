@@ -614,6 +614,9 @@ TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
           "Job_Submit last");
   refused(batch_of({svc::encode_request_payload<svc::BufferSetCsr>(set_csr), {0xff, 0xff}}),
           "calls[1]: request: unknown call");
+  refused(batch_of(std::vector<std::vector<uint8_t>>(
+              svc::kMaxBatchCalls + 1, svc::encode_request_payload<svc::BufferSetCsr>(set_csr))),
+          "at most 4096");
 
   // Held calls run until the first failure; the answer is that call's own response.
   auto stopped =
