@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the benchmarks in Release and runs them, then prints one summary line each:
 #   the host's decode step (D2H, BF16 -> FP32, greedy, top-k), as separate passes and fused
-#   into one (runner::read_row_pick), against a memcpy of the row;
+#   into one (runner::read_row_pick), ranking only (runner::rank_row), and the ranking alone
+#   with the D2H left to the device's DMA, against a memcpy of the row;
 #   Job_Wait's wake-up (paced simulator) by a cancel against a condition-variable handoff,
 #   and at the job's completion against a condition variable's timed wait;
 #   the event engine's throughput on PHOLD, in events per second at three queue depths.
@@ -64,7 +65,7 @@ engine = runs(sys.argv[3])
 memcpy = host.get("BM_Memcpy")
 steps = [(label, host.get(name)) for label, name in
          (("unfused", "BM_DecodeHostStep"), ("fused", "BM_DecodeHostStepFused"),
-          ("rank-only", "BM_DecodeHostStepRankOnly"))]
+          ("rank-only", "BM_DecodeHostStepRankOnly"), ("ranking alone", "BM_RankBf16Row"))]
 measured = [(label, step) for label, step in steps if step and not step.get("error_occurred")]
 if memcpy and measured:
     # Every step is timed on the same row, so the byte count comes from the first one.

@@ -318,6 +318,17 @@ void RowRanker::add(std::span<const float> values) {
       });
 }
 
+void RowRanker::add_one(float value) {
+  if (best_.size() < capacity_) {
+    add({&value, 1});
+    return;
+  }
+  if (value > best_.front().value) {
+    replace_worst(best_, {value, static_cast<int32_t>(seen_)});
+  }
+  ++seen_;
+}
+
 int32_t RowRanker::argmax() const {
   if (best_.empty()) {
     return seen_ == 0 ? -1 : 0;  // all NaN: they tie, and the lowest id wins

@@ -69,6 +69,9 @@ class RowRanker {
   // not be empty: lets a producer that has tested them itself (a conversion loop) skip the
   // scan.
   void skip(size_t count) { seen_ += count; }
+  // Equivalent to add() of one value: for a producer that tests values itself and offers
+  // only the few that may rank.
+  void add_one(float value);
   // After the last piece. -1 when nothing was added.
   int32_t argmax() const;
   // After the last piece; `row` must be every value added, in order (the NaNs' ids are looked

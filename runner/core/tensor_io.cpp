@@ -1,7 +1,10 @@
 #include "runner/core/tensor_io.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -95,29 +98,45 @@ size_t widen_bf16_until_above(const std::byte* src, float* dst, size_t blocks, f
   return blocks;
 }
 
+// The 16-bit order key of a BF16 value: its bits as a signed integer with a negative value's
+// magnitude bits flipped. Strictly increasing with the value but for -0 < +0 (equal as floats)
+// and NaNs (a positive NaN above everything, a negative one below). Either can only make a
+// test below flag a value that is not above the bound, which the ranker then rejects; neither
+// can hide a value above it.
+inline int16_t bf16_key(int16_t bits) {
+  return static_cast<int16_t>(bits ^ ((bits >> 15) & 0x7FFF));
+}
+
+// The key of a ranking bound, a value from the row (so exactly a BF16 value).
+int16_t bound_key(float bound) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &bound, sizeof(bits));
+  return bf16_key(static_cast<int16_t>(static_cast<uint16_t>(bits >> 16)));
+}
+
 // The first of `blocks` blocks of kTestBlock BF16 values that may hold a value greater than
-// `bound` (a BF16 value: the ranking's bound comes from the row), or `blocks`. Compared as
-// 16-bit keys, 16 per 256-bit register: the row is read once, at memory speed, and nothing is
-// written. The key is the BF16 bits as a signed integer with a negative value's magnitude
-// bits flipped: strictly increasing with the value but for -0 < +0 (equal as floats) and
-// NaNs (above everything). Both can only flag a block with nothing above the bound, which the
-// ranker then sees in full and ranks exactly; neither can hide a value above it.
+// `bound`, or `blocks`. Each block's largest key is taken 16 at a time in a 256-bit register
+// and compared once: the row is read once, at memory speed, and nothing is written. A bound
+// of +0 or more needs no key at all: a negative value's bits are a negative integer, below
+// it, and a positive value's bits are its key.
 CALRT_SIMD_CLONES
 size_t first_bf16_block_above(const std::byte* src, size_t blocks, float bound) {
   using Int16x16 = int16_t __attribute__((vector_size(32)));
-  uint32_t bound_bits = 0;
-  std::memcpy(&bound_bits, &bound, sizeof(bound_bits));
-  const auto bound_top = static_cast<int16_t>(static_cast<uint16_t>(bound_bits >> 16));
-  const auto bound_key = static_cast<int16_t>(bound_top ^ (bound_top < 0 ? 0x7FFF : 0));
-  const Int16x16 b = Int16x16{} + bound_key;
+  const int16_t key = bound_key(bound);
+  const Int16x16 b = Int16x16{} + key;
+  const bool raw = key >= 0;
   for (size_t block = 0; block < blocks; ++block) {
     const std::byte* s = src + block * kTestBlock * 2;
-    Int16x16 above = {};
-    for (size_t j = 0; j < kTestBlock; j += 16) {
+    Int16x16 top;
+    std::memcpy(&top, s, sizeof(top));  // the mapping need not be aligned
+    if (!raw) top = top ^ ((top >> 15) & 0x7FFF);
+    for (size_t j = 16; j < kTestBlock; j += 16) {
       Int16x16 bits;
-      std::memcpy(&bits, s + 2 * j, sizeof(bits));  // the mapping need not be aligned
-      above |= (bits ^ ((bits >> 15) & 0x7FFF)) > b;
+      std::memcpy(&bits, s + 2 * j, sizeof(bits));
+      if (!raw) bits = bits ^ ((bits >> 15) & 0x7FFF);
+      top = top > bits ? top : bits;
     }
+    const Int16x16 above = top > b;
     uint64_t words[4];
     std::memcpy(words, &above, sizeof(words));
     if ((words[0] | words[1] | words[2] | words[3]) != 0) {
@@ -127,20 +146,190 @@ size_t first_bf16_block_above(const std::byte* src, size_t blocks, float bound) 
   return blocks;
 }
 
-// Whether any of the 16 BF16 values at `src` may be greater than `bound`, by the keys of
-// first_bf16_block_above.
-bool bf16_group_above(const std::byte* src, float bound) {
-  uint32_t bound_bits = 0;
-  std::memcpy(&bound_bits, &bound, sizeof(bound_bits));
-  const auto top = static_cast<int16_t>(static_cast<uint16_t>(bound_bits >> 16));
-  const int32_t bound_key = top ^ (top < 0 ? 0x7FFF : 0);
-  bool above = false;
-  for (size_t i = 0; i < 16; ++i) {
-    int16_t bits = 0;
-    std::memcpy(&bits, src + 2 * i, sizeof(bits));
-    above |= (bits ^ (bits < 0 ? 0x7FFF : 0)) > bound_key;
+// Ranks the kTestBlock BF16 values at `src`, the next ones of the row, once the ranker has a
+// bound: only values whose key is above it are widened and offered, one at a time in id order
+// against the bound as each one raises it.
+CALRT_SIMD_CLONES
+void rank_bf16_block(const std::byte* src, RowRanker& ranker) {
+  using Int16x16 = int16_t __attribute__((vector_size(32)));
+  size_t next = 0;  // values of the block the ranker has seen
+  for (size_t group = 0; group < kTestBlock; group += 16) {
+    const int16_t key = bound_key(*ranker.bound());
+    Int16x16 bits16;
+    std::memcpy(&bits16, src + 2 * group, sizeof(bits16));
+    const Int16x16 above = (bits16 ^ ((bits16 >> 15) & 0x7FFF)) > (Int16x16{} + key);
+    uint64_t words[4];
+    std::memcpy(words, &above, sizeof(words));
+    if ((words[0] | words[1] | words[2] | words[3]) == 0) {
+      continue;
+    }
+    for (size_t i = group; i < group + 16; ++i) {
+      int16_t bits = 0;
+      std::memcpy(&bits, src + 2 * i, sizeof(bits));
+      if (bf16_key(bits) > key) {
+        ranker.skip(i - next);
+        ranker.add_one(calbin::bf16_to_f32(static_cast<uint16_t>(bits)));
+        next = i + 1;
+      }
+    }
   }
-  return above;
+  ranker.skip(kTestBlock - next);
+}
+
+// Values per block of rank_bf16_by_floor's first pass: long enough that taking each block's
+// maximum across its register lanes costs little beside reading it.
+constexpr size_t kFloorBlock = 256;
+// rank_bf16_by_floor's histogram of block maxima: a bucket per 16 BF16 codes of a value of
+// +0 or more (an eighth of an octave), up to the NaNs.
+constexpr size_t kFloorBuckets = 0x8000 >> 4;
+
+// The largest BF16 bits, as a signed integer, of each of `blocks` blocks of kFloorBlock values
+// into tops[], and the count of those that are not negative per bucket of `histogram`; returns
+// the largest. A value of +0 or more has bits that order as the value; a negative value's bits
+// are negative. With `widened`, also widens every value into it on the way.
+CALRT_SIMD_CLONES
+int16_t bf16_block_tops(const std::byte* src, size_t blocks, int16_t* tops, uint32_t* histogram,
+                        float* widened) {
+  int16_t highest = std::numeric_limits<int16_t>::min();
+  using Int16x16 = int16_t __attribute__((vector_size(32)));
+  using Int16x8 = int16_t __attribute__((vector_size(16)));
+  for (size_t block = 0; block < blocks; ++block) {
+    const std::byte* s = src + block * kFloorBlock * 2;
+    if (widened != nullptr) {
+      for (size_t j = 0; j < kFloorBlock; j += 16) {
+        widen_bf16_16(s + 2 * j, widened + block * kFloorBlock + j);
+      }
+    }
+    Int16x16 top16;
+    std::memcpy(&top16, s, sizeof(top16));  // the mapping need not be aligned
+    for (size_t j = 16; j < kFloorBlock; j += 16) {
+      Int16x16 bits;
+      std::memcpy(&bits, s + 2 * j, sizeof(bits));
+      top16 = top16 > bits ? top16 : bits;
+    }
+    const Int16x8 lo = __builtin_shufflevector(top16, top16, 0, 1, 2, 3, 4, 5, 6, 7);
+    const Int16x8 hi = __builtin_shufflevector(top16, top16, 8, 9, 10, 11, 12, 13, 14, 15);
+    Int16x8 top8 = lo > hi ? lo : hi;
+    Int16x8 other = __builtin_shufflevector(top8, top8, 4, 5, 6, 7, 0, 1, 2, 3);
+    top8 = top8 > other ? top8 : other;
+    other = __builtin_shufflevector(top8, top8, 2, 3, 0, 1, 4, 5, 6, 7);
+    top8 = top8 > other ? top8 : other;
+    const int16_t top = std::max(top8[0], top8[1]);
+    tops[block] = top;
+    highest = std::max(highest, top);
+    if (top >= 0) {
+      ++histogram[static_cast<uint16_t>(top) >> 4];
+    }
+  }
+  return highest;
+}
+
+// Ranks the kFloorBlock BF16 values at `src`, the next ones of the row, offering the ranker
+// only those whose bits exceed `threshold`, or its bound once it has one (both of +0 or
+// more, so bits compare as values).
+CALRT_SIMD_CLONES
+void rank_bf16_above_floor(const std::byte* src, int16_t threshold, RowRanker& ranker) {
+  using Int16x16 = int16_t __attribute__((vector_size(32)));
+  size_t next = 0;  // values of the block the ranker has seen
+  auto above_of = [&] {
+    const std::optional<float> bound = ranker.bound();
+    return bound ? std::max(threshold, bound_key(*bound)) : threshold;
+  };
+  int16_t above = above_of();
+  for (size_t group = 0; group < kFloorBlock; group += 16) {
+    Int16x16 bits16;
+    std::memcpy(&bits16, src + 2 * group, sizeof(bits16));
+    const Int16x16 hit = bits16 > (Int16x16{} + above);
+    uint64_t words[4];
+    std::memcpy(words, &hit, sizeof(words));
+    if ((words[0] | words[1] | words[2] | words[3]) == 0) {
+      continue;
+    }
+    for (size_t i = group; i < group + 16; ++i) {
+      int16_t bits = 0;
+      std::memcpy(&bits, src + 2 * i, sizeof(bits));
+      if (bits > above) {
+        ranker.skip(i - next);
+        ranker.add_one(calbin::bf16_to_f32(static_cast<uint16_t>(bits)));
+        next = i + 1;
+        above = above_of();
+      }
+    }
+  }
+  ranker.skip(kFloorBlock - next);
+}
+
+// rank_row of the whole BF16 row at `src` (`count` values) into a ranker that has seen
+// nothing, in two passes; false, with nothing ranked, for a row it does not suit. The first
+// pass takes each block's maximum, and the k-th largest of those is a floor: `capacity`
+// values of the row reach it, so none below it can rank. The second ranks only the blocks
+// whose maximum reaches the floor and passes over the rest unread. The one-pass scan would
+// instead offer each value that beats the ranking so far, about k ln(n / k) of them in
+// random order, nearly every block early in the row.
+//
+// It suits a row whose floor is above +0 (a -0, equal to +0, has negative bits) and that has
+// no +inf or NaN, whose bits would sit among the maxima without being ranked numbers.
+//
+// With `widened` (read_row_pick), the first pass also widens the row into it, and the ranker
+// reads the tail from there; otherwise the tail goes through `scratch`. Declining after the
+// first pass leaves `widened` written, which the caller's one-pass path writes again.
+bool rank_bf16_by_floor(const std::byte* src, size_t count, size_t capacity, RowRanker& ranker,
+                        float* widened, std::span<float> scratch) {
+  const size_t blocks = count / kFloorBlock;
+  if (blocks < capacity) {
+    return false;
+  }
+  std::vector<int16_t> tops(blocks);
+  std::array<uint32_t, kFloorBuckets> histogram{};
+  const int16_t highest = bf16_block_tops(src, blocks, tops.data(), histogram.data(), widened);
+  if (highest < 0 || highest >= 0x7F80) {
+    return false;  // no block reaches +0, or one holds +inf or a NaN
+  }
+  size_t reaching = 0;  // block maxima in buckets at `bucket` and above
+  size_t bucket = (static_cast<size_t>(highest) >> 4) + 1;
+  while (bucket > 0 && reaching + histogram[bucket - 1] < capacity) {
+    reaching += histogram[--bucket];
+  }
+  if (bucket == 0) {
+    return false;  // fewer than `capacity` blocks reach +0
+  }
+  --bucket;
+  std::vector<int16_t> in_bucket;
+  for (const int16_t top : tops) {
+    if (top >= 0 && static_cast<size_t>(static_cast<uint16_t>(top) >> 4) == bucket) {
+      in_bucket.push_back(top);
+    }
+  }
+  const size_t rank = capacity - reaching;  // 1 <= rank <= in_bucket.size()
+  std::nth_element(in_bucket.begin(), in_bucket.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                   in_bucket.end(), std::greater<>());
+  const int16_t floor = in_bucket[rank - 1];
+  if (floor <= 0) {
+    return false;
+  }
+  size_t passed = 0;  // blocks passed over since the last one ranked
+  for (size_t block = 0; block < blocks; ++block) {
+    if (tops[block] < floor) {
+      ++passed;
+      continue;
+    }
+    ranker.skip(passed * kFloorBlock);
+    passed = 0;
+    rank_bf16_above_floor(src + block * kFloorBlock * 2, static_cast<int16_t>(floor - 1), ranker);
+  }
+  ranker.skip(passed * kFloorBlock);
+  const size_t tail = blocks * kFloorBlock;
+  if (widened != nullptr) {
+    widen_bf16(src + tail * 2, widened + tail, count - tail);
+    ranker.add({widened + tail, count - tail});
+    return true;
+  }
+  for (size_t done = tail; done < count; done += scratch.size()) {
+    const size_t take = std::min(scratch.size(), count - done);
+    widen_bf16(src + done * 2, scratch.data(), take);
+    ranker.add({scratch.data(), take});
+  }
+  return true;
 }
 
 // Physical element offset of logical (row, col).
@@ -287,6 +476,12 @@ RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc
   RowRanker ranker(k);
   size_t ranked = 0;  // out[0, ranked) has gone to the ranker
   for_each_run(mapped, desc, row, out.size(), [&](size_t first, size_t count, size_t col) {
+    if (desc.dtype == calrt::Dtype::bf16 && count == out.size() &&
+        rank_bf16_by_floor(mapped.data() + first * 2, count, std::max<size_t>(k, 1), ranker,
+                           out.data(), {})) {
+      ranked = count;  // the row in one run
+      return;
+    }
     if (desc.dtype == calrt::Dtype::bf16 && count >= kTestBlock) {
       // A long BF16 run (the usual single logits row): the conversion tests each block
       // against the ranking's bound, and only the rare blocks above it reach the ranker.
@@ -346,6 +541,11 @@ RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& des
   };
   const size_t columns = physical_shape(desc).cols;
   for_each_run(mapped, desc, row, columns, [&](size_t first, size_t count, size_t) {
+    if (desc.dtype == calrt::Dtype::bf16 && count == columns &&
+        rank_bf16_by_floor(mapped.data() + first * 2, count, std::max<size_t>(k, 1), ranker,
+                           nullptr, scratch)) {
+      return;  // the row in one run
+    }
     if (desc.dtype == calrt::Dtype::bf16 && count >= kTestBlock) {
       flush();
       const std::byte* src = mapped.data() + first * 2;
@@ -362,17 +562,7 @@ RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& des
             done + first_bf16_block_above(src + done * kTestBlock * 2, blocks - done, *bound);
         ranker.skip((hit - done) * kTestBlock);
         if (hit == blocks) break;
-        // Early in the row the bound is low and most blocks hold something above it: rank
-        // only the groups of 16 that do, against the bound as each one raises it.
-        for (size_t group = 0; group < kTestBlock; group += 16) {
-          const std::byte* g = src + (hit * kTestBlock + group) * 2;
-          if (bf16_group_above(g, *ranker.bound())) {
-            widen_bf16(g, scratch.data(), 16);
-            ranker.add({scratch.data(), 16});
-          } else {
-            ranker.skip(16);
-          }
-        }
+        rank_bf16_block(src + hit * kTestBlock * 2, ranker);
         done = hit + 1;
       }
       const size_t tail = blocks * kTestBlock;

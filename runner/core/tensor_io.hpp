@@ -45,18 +45,22 @@ struct RowPick {
   std::vector<int32_t> top_k;  // largest first; empty for k = 0
 };
 
-// read_row_f32_into, argmax and top_k(out, k) in one pass: each piece of the row is ranked
-// (RowRanker, metrics.hpp) right after it is converted, while it is still in L1, so the
-// row is not read back from memory twice more. The same checks, exceptions and results
-// (bit for bit, ties and NaNs included) as the three calls one after the other.
+// read_row_f32_into, argmax and top_k(out, k) without reading the row back: a row in one run
+// is converted in a pass that also takes each block's maximum, whose k-th largest is a floor
+// no ranked value is below, and only the few blocks reaching it are ranked; other rows are
+// ranked piece by piece (RowRanker, metrics.hpp) right after each piece is converted, while
+// it is still in L1. The same checks, exceptions and results (bit for bit, ties and NaNs
+// included) as the three calls one after the other.
 RowPick read_row_pick(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                       std::span<float> out, size_t k);
 
 // argmax and top_k of the row with no FP32 row written: for a step that only ranks (greedy
-// or top-k sampling, which needs the k values only), the BF16 row is read once and each
-// block is tested against the ranking's bound in registers; only blocks above it are
-// widened, into a small scratch. The same results as read_row_pick, bit for bit; a row with
-// fewer numbers than k (NaNs rank last, by id) is converted whole to place them.
+// or top-k sampling, which needs the k values only). The BF16 row is read once for its block
+// maxima, then only the blocks reaching their floor are read again; a row the floor does not
+// suit (+inf or NaNs, a top at or below zero, a strided tiled row) is read once with each
+// block tested against the ranking's bound in registers. Nothing row-sized is written. The
+// same results as read_row_pick, bit for bit; a row with fewer numbers than k (NaNs rank last,
+// by id) is converted whole to place them.
 RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& desc, size_t row,
                  size_t k);
 

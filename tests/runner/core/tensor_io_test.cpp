@@ -248,9 +248,11 @@ TEST(TensorIoPick, MatchesTheSeparatePassesOnAdversarialRows) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   // Shapes: shorter than a scan block, one piece, several pieces with a tail; 1 row (one run)
-  // and 3 rows (a strided tiled row, pieces gathered from many tiles).
-  const std::vector<std::pair<size_t, size_t>> shapes = {{1, 5},    {1, 37},   {3, 37},
-                                                         {1, 4096}, {1, 9001}, {3, 9001}};
+  // and 3 rows (a strided tiled row, pieces gathered from many tiles). A row of one run with
+  // at least k blocks of 256 values is ranked in two passes (a floor from the block maxima),
+  // for every k up to 257 in the longest row, for k <= 2 in the 9001-value one.
+  const std::vector<std::pair<size_t, size_t>> shapes = {{1, 5},    {1, 37},   {3, 37},   {1, 4096},
+                                                         {1, 9001}, {3, 9001}, {1, 70001}};
   for (const uint32_t d0 : {0u, 4u, 16u, 32u}) {
     for (const auto& shape : shapes) {
       // Named copies, not structured bindings: clang 14 cannot capture those in a lambda.
@@ -300,6 +302,49 @@ TEST(TensorIoPick, MatchesTheSeparatePassesOnAdversarialRows) {
       expect_pick_matches("edges", rows, cols, d0, [&](size_t, size_t c) {
         return c == 0 || c + 1 == cols || c == 4095 || c == 4096 ? 100.0f : random[c];
       });
+    }
+  }
+}
+
+// The two-pass ranking's floor depends on the row's block maxima: a sweep of seeds, lengths,
+// k and value distributions (logits-like, all positive, heavy-tailed, coarse with ties at
+// every place, a few large values among negatives), each compared with top_k of the row.
+TEST(TensorIoPick, RankingMatchesTopKOverSeedsLengthsAndDistributions) {
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    const size_t cols = std::uniform_int_distribution<size_t>(256, 160000)(rng);
+    std::normal_distribution<float> logits(0.0f, 3.0f);
+    std::normal_distribution<float> positive(8.0f, 1.0f);
+    std::exponential_distribution<float> heavy(0.5f);
+    std::uniform_int_distribution<int> coarse(0, 12);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    const int kind = static_cast<int>(seed % 5);
+    std::vector<float> row(cols);
+    for (float& v : row) {
+      v = kind == 0   ? logits(rng)
+          : kind == 1 ? positive(rng)
+          : kind == 2 ? heavy(rng)
+          : kind == 3 ? static_cast<float>(coarse(rng)) / 4.0f
+                      : (unit(rng) < 0.001f ? 50.0f * unit(rng) : -unit(rng));
+    }
+    for (const uint32_t d0 : {0u, 16u}) {
+      const calrt::TensorDesc desc = logits_desc(1, cols, d0);
+      const auto bytes = bf16_bytes(1, cols, d0, [&](size_t, size_t c) { return row[c]; });
+      std::vector<float> expected(cols);
+      runner::read_row_f32_into(bytes, desc, 0, expected);
+      for (const size_t k : {size_t{0}, size_t{1}, size_t{40}, size_t{64}, size_t{600}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " cols " + std::to_string(cols) + " d0 " +
+                     std::to_string(d0) + " k " + std::to_string(k));
+        const std::vector<int32_t> top = runner::top_k(expected, k);
+        const runner::RowPick ranked = runner::rank_row(bytes, desc, 0, k);
+        EXPECT_EQ(ranked.argmax, runner::argmax(expected));
+        EXPECT_EQ(ranked.top_k, top);
+        std::vector<float> out(cols);
+        const runner::RowPick pick = runner::read_row_pick(bytes, desc, 0, out, k);
+        EXPECT_EQ(pick.argmax, runner::argmax(expected));
+        EXPECT_EQ(pick.top_k, top);
+        EXPECT_TRUE(same_bits(out, expected));
+      }
     }
   }
 }
