@@ -31,6 +31,10 @@ int ms_until(Clock::time_point deadline) {
 
 std::string errno_text(int error) { return std::strerror(error); }
 
+// Bytes a recv into the inbox asks for: every frame of a decode step but a large tensor's
+// fits, header and payload in one recv. A larger remainder is read straight into its place.
+constexpr size_t kInboxBytes = 64 * 1024;
+
 // The process at the other end of a Unix socket must run as this process's uid, as root, or
 // as the uid in CALRT_DAEMON_UID: in a directory others can write, another user may have
 // taken the path first, and the hello (the client's name and config) would go to them. The
@@ -208,7 +212,7 @@ Expected<std::shared_ptr<Connection>> Connection::open(const ConnectOptions& opt
     return tl::unexpected(ok.error());
   }
   connection->last_heard_ = Clock::now();
-  connection->reader_ = std::thread([c = connection.get()] { c->reader_loop(); });
+  connection->keeper_ = std::thread([c = connection.get()] { c->keeper_loop(); });
   return connection;
 }
 
@@ -264,14 +268,18 @@ Status Connection::handshake(Clock::time_point deadline) {
 }
 
 Status Connection::read_exact(uint8_t* data, size_t n, Clock::time_point handshake_deadline) {
+  const size_t buffered = std::min(n, inbox_end_ - inbox_begin_);
+  if (buffered > 0) {
+    std::memcpy(data, inbox_.data() + inbox_begin_, buffered);
+    inbox_begin_ += buffered;
+    data += buffered;
+    n -= buffered;
+  }
   const bool handshake = handshake_deadline != Clock::time_point{};
   while (n > 0) {
+    // Polled even past the deadline: what the daemon sent while nobody read (keepalives
+    // queued during a long idle stretch) still counts as heard.
     const auto deadline = handshake ? handshake_deadline : last_heard_ + liveness_;
-    if (Clock::now() >= deadline) {
-      return fail(CALRT_DEVICE_LOST, handshake ? std::string("no welcome in time")
-                                               : "nothing heard from the daemon for " +
-                                                     std::to_string(liveness_.count()) + " ms");
-    }
     pollfd pfd{fd_, POLLIN, 0};
     const int ready = ::poll(&pfd, 1, ms_until(deadline));
     if (ready < 0) {
@@ -279,9 +287,20 @@ Status Connection::read_exact(uint8_t* data, size_t n, Clock::time_point handsha
       return fail(CALRT_DEVICE_LOST, "poll: " + errno_text(errno));
     }
     if (ready == 0) {
-      continue;  // the loop re-checks the deadline
+      if (Clock::now() >= deadline) {
+        return fail(CALRT_DEVICE_LOST, handshake ? std::string("no welcome in time")
+                                                 : "nothing heard from the daemon for " +
+                                                       std::to_string(liveness_.count()) + " ms");
+      }
+      continue;
     }
-    const ssize_t got = ::recv(fd_, data, n, 0);
+    // The inbox is empty here: what it held went first.
+    const bool direct = n >= kInboxBytes;
+    if (!direct && inbox_.size() < kInboxBytes) {
+      inbox_.resize(kInboxBytes);
+    }
+    const ssize_t got =
+        direct ? ::recv(fd_, data, n, 0) : ::recv(fd_, inbox_.data(), kInboxBytes, 0);
     if (got == 0) {
       return fail(CALRT_DEVICE_LOST, "the daemon closed the connection");
     }
@@ -290,8 +309,14 @@ Status Connection::read_exact(uint8_t* data, size_t n, Clock::time_point handsha
       return fail(CALRT_DEVICE_LOST, "recv: " + errno_text(errno));
     }
     last_heard_ = Clock::now();
-    data += got;
-    n -= static_cast<size_t>(got);
+    const size_t take = std::min(n, static_cast<size_t>(got));
+    if (!direct) {
+      std::memcpy(data, inbox_.data(), take);
+      inbox_begin_ = take;
+      inbox_end_ = static_cast<size_t>(got);
+    }
+    data += take;
+    n -= take;
   }
   return {};
 }
@@ -330,40 +355,85 @@ Status Connection::send_frame(MessageType type, uint32_t request_id,
   return {};
 }
 
-void Connection::reader_loop() {
+Status Connection::read_and_dispatch() {
   FrameHeader header;
   std::vector<uint8_t> payload;
-  while (true) {
-    if (Status got = read_frame(header, payload, Clock::time_point{}); !got) {
-      mark_lost(got.error().message);
-      return;
-    }
-    switch (header.type) {
-      case MessageType::keepalive:
-        break;
-      case MessageType::response: {
-        std::lock_guard lock(mutex_);
-        auto it = pending_.find(header.request_id);
-        if (it == pending_.end()) {
-          break;  // the caller gave up on it (the connection was closing)
-        }
+  if (Status got = read_frame(header, payload, Clock::time_point{}); !got) {
+    return got;
+  }
+  switch (header.type) {
+    case MessageType::keepalive:
+      return {};
+    case MessageType::response: {
+      std::lock_guard lock(mutex_);
+      auto it = pending_.find(header.request_id);
+      if (it != pending_.end()) {  // else the caller gave up on it (the connection was closing)
         it->second->payload = std::move(payload);
         it->second->done = true;
         pending_.erase(it);
-        cv_.notify_all();
+      }
+      return {};
+    }
+    case MessageType::goodbye: {
+      auto notice = decode_payload<Notice>(payload, "goodbye");
+      return fail(CALRT_DEVICE_LOST, notice ? "the daemon said goodbye: " + notice->message
+                                            : "the daemon said goodbye (" + notice.error() + ")");
+    }
+    default:
+      return fail(CALRT_DEVICE_LOST, "protocol violation by the daemon: message type " +
+                                         std::to_string(static_cast<int>(header.type)) +
+                                         " after the handshake");
+  }
+}
+
+Status Connection::drain_idle() {
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!pending_.empty() || lost_) {
+        return {};  // a caller is waiting and reads from here on
+      }
+    }
+    if (inbox_begin_ == inbox_end_) {
+      pollfd pfd{fd_, POLLIN, 0};
+      const int ready = ::poll(&pfd, 1, 0);
+      if (ready < 0 && errno != EINTR) {
+        return fail(CALRT_DEVICE_LOST, "poll: " + errno_text(errno));
+      }
+      if (ready <= 0) {
         break;
       }
-      case MessageType::goodbye: {
-        auto notice = decode_payload<Notice>(payload, "goodbye");
-        mark_lost(notice ? "the daemon said goodbye: " + notice->message
-                         : "the daemon said goodbye (" + notice.error() + ")");
-        return;
-      }
-      default:
-        mark_lost("protocol violation by the daemon: message type " +
-                  std::to_string(static_cast<int>(header.type)) + " after the handshake");
-        return;
     }
+    if (Status got = read_and_dispatch(); !got) {
+      return got;
+    }
+  }
+  if (Clock::now() >= last_heard_ + liveness_) {
+    return fail(CALRT_DEVICE_LOST,
+                "nothing heard from the daemon for " + std::to_string(liveness_.count()) + " ms");
+  }
+  return {};
+}
+
+void Connection::keeper_loop() {
+  // Often enough that keepalives never pile up and silence is noticed within the bound.
+  const auto period = std::clamp(std::chrono::milliseconds(welcome_.keepalive_ms),
+                                 std::chrono::milliseconds(10), liveness_ / 2);
+  std::unique_lock lock(mutex_);
+  while (!lost_ && !closed_) {
+    keeper_cv_.wait_for(lock, period);
+    if (lost_ || closed_ || reading_ || !pending_.empty()) {
+      continue;  // a caller reads
+    }
+    reading_ = true;
+    lock.unlock();
+    const Status drained = drain_idle();
+    if (!drained) {
+      mark_lost(drained.error().message);
+    }
+    lock.lock();
+    reading_ = false;
+    cv_.notify_all();
   }
 }
 
@@ -376,6 +446,7 @@ void Connection::mark_lost(std::string reason) {
     ::shutdown(fd_, SHUT_RDWR);
   }
   cv_.notify_all();
+  keeper_cv_.notify_all();
 }
 
 bool Connection::lost() const {
@@ -423,10 +494,23 @@ Expected<std::vector<uint8_t>> Connection::await_response(const Sent& sent) {
   const uint32_t id = sent.id;
   const auto pending = std::static_pointer_cast<Pending>(sent.pending);
   std::unique_lock lock(mutex_);
-  // The reader ends every wait: an answer, or the connection lost (EOF at once, silence
-  // after the liveness bound). The timed wait only re-checks, it never spins.
+  // The first waiter takes the read turn and reads until its answer has come; the others wait
+  // for their answer or for the turn. Every read ends by the liveness bound (EOF at once); the
+  // timed wait only re-checks, it never spins.
   while (!pending->done && !lost_) {
-    cv_.wait_for(lock, liveness_);
+    if (reading_) {
+      cv_.wait_for(lock, liveness_);
+      continue;
+    }
+    reading_ = true;
+    lock.unlock();
+    const Status got = read_and_dispatch();
+    if (!got) {
+      mark_lost(got.error().message);
+    }
+    lock.lock();
+    reading_ = false;
+    cv_.notify_all();  // answers handed over, or the turn free for another waiter
   }
   if (!pending->done) {
     pending_.erase(id);
@@ -447,12 +531,19 @@ void Connection::close() {
       lost_reason_ = "the device was closed";
     }
     if (fd_ >= 0) {
-      ::shutdown(fd_, SHUT_RDWR);
+      ::shutdown(fd_, SHUT_RDWR);  // a read in progress ends at once
     }
     cv_.notify_all();
+    keeper_cv_.notify_all();
   }
-  if (reader_.joinable()) {
-    reader_.join();
+  if (keeper_.joinable()) {
+    keeper_.join();
+  }
+  {
+    std::unique_lock lock(mutex_);
+    while (reading_) {
+      cv_.wait_for(lock, liveness_);
+    }
   }
   if (fd_ >= 0) {
     ::close(fd_);

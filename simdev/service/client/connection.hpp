@@ -1,8 +1,13 @@
 // One socket to `simdev serve` for one client device (PROTOCOL.md, "Connection"): connect
-// with a bounded timeout, the hello/welcome handshake, then a reader thread that hands each
-// response to the request with its id. Liveness: anything heard from the daemon (keepalive,
-// response) renews it; nothing heard for the liveness bound, EOF, an error or a protocol
-// violation marks the connection lost, which fails every outstanding call at once.
+// with a bounded timeout, the hello/welcome handshake, then calls. The threads waiting for
+// answers read the socket themselves, one at a time: the one holding the read turn reads
+// frames until its own answer has come, handing other callers theirs, and then passes the
+// turn on. A caller that reads its own answer is woken once, by the kernel; a reader thread
+// handing answers over would cost two more wake-ups per call. While nobody calls, a keeper
+// thread reads the daemon's keepalives once per keepalive period. Liveness: anything heard
+// from the daemon (keepalive, response) renews it; nothing heard for the liveness bound, EOF,
+// an error or a protocol violation marks the connection lost, which fails every outstanding
+// call at once.
 #pragma once
 
 #include <chrono>
@@ -57,7 +62,8 @@ class Connection {
   std::chrono::milliseconds liveness() const { return liveness_; }
   const std::string& endpoint() const { return endpoint_; }
 
-  // Closes the socket and joins the reader. Idempotent; never called by the reader.
+  // Shuts the socket down, joins the keeper, waits for the read turn to be given back and
+  // closes the socket. Idempotent.
   void close();
 
  private:
@@ -70,12 +76,19 @@ class Connection {
   Connection(int fd, std::string endpoint) : fd_(fd), endpoint_(std::move(endpoint)) {}
 
   Status handshake(Clock::time_point deadline);
-  // Reads exactly n bytes; a zero deadline means the liveness deadline of the reader.
+  // Reads exactly n bytes, those buffered first; a zero deadline means the liveness
+  // deadline. Only the holder of the read turn (or the handshake) reads.
   Status read_exact(uint8_t* data, size_t n, Clock::time_point handshake_deadline);
   Status read_frame(FrameHeader& header, std::vector<uint8_t>& payload,
                     Clock::time_point handshake_deadline);
+  // Reads one frame and acts on it, holding the read turn: a response goes to its caller, a
+  // keepalive only renews the liveness. An error (goodbye, EOF, silence, a protocol
+  // violation) is for the caller to mark the connection lost with.
+  Status read_and_dispatch();
+  // Reads what has arrived while nobody calls, then checks the liveness bound.
+  Status drain_idle();
   Status send_frame(MessageType type, uint32_t request_id, std::span<const uint8_t> payload);
-  void reader_loop();
+  void keeper_loop();
   void mark_lost(std::string reason);
   Fault lost_fault() const;
 
@@ -83,7 +96,12 @@ class Connection {
   std::string endpoint_;
   Welcome welcome_;
   std::chrono::milliseconds liveness_{2000};
-  Clock::time_point last_heard_{};  // the reader's alone
+  // The read turn's alone: when the daemon was last heard, and bytes read past the last frame
+  // (a recv takes what has arrived, often a frame and the next one's start).
+  Clock::time_point last_heard_{};
+  std::vector<uint8_t> inbox_;
+  size_t inbox_begin_ = 0;
+  size_t inbox_end_ = 0;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
@@ -92,9 +110,11 @@ class Connection {
   bool closed_ = false;
   uint32_t next_request_id_ = 1;
   std::map<uint32_t, std::shared_ptr<Pending>> pending_;
+  bool reading_ = false;               // a thread holds the read turn
+  std::condition_variable keeper_cv_;  // the keeper's own, so that calls never wake it
 
   std::mutex send_mutex_;
-  std::thread reader_;
+  std::thread keeper_;
 };
 
 }  // namespace simdev::service::client

@@ -203,6 +203,50 @@ TEST_F(ClientTest, StoppedDaemonIsLostWithinTheLivenessBound) {
   daemon_->resume();
 }
 
+// A thread blocked in Job_Wait holds the connection's read turn; another thread's answers
+// arrive while it reads and must be handed over at once, not found when the other's timed wait
+// next re-checks (the liveness bound, 5 s here).
+TEST_F(ClientTest, AnswersReadByAWaitingThreadAreHandedOverAtOnce) {
+  calrt_test::PrefillSession s(api_, CALRT_TEST_CALBIN, "clock=paced;service.liveness_ms=5000");
+  calrt::Job job = hung_job(s);
+  auto waiter = std::async(std::launch::async,
+                           [&] { return wait_raw(table(), job.get(), 4'000'000'000ull); });
+  std::this_thread::sleep_for(200ms);  // the waiter is reading
+  for (int i = 0; i < 10; ++i) {
+    const auto begin = std::chrono::steady_clock::now();
+    CalrtDeviceState state{};
+    EXPECT_EQ(status_state(table(), s.device.get(), &state), CALRT_OK);
+    EXPECT_LT(std::chrono::steady_clock::now() - begin, 1000ms) << "Device_Status " << i;
+  }
+  EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "the wait ended early";
+  job.cancel();
+  ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready) << "Job_Wait hangs";
+  EXPECT_EQ(waiter.get().code, CALRT_OK);
+}
+
+// While nobody calls, the client's keeper reads what the daemon sends (the callers read only
+// while they wait): an idle stretch longer than the liveness bound leaves the device working,
+// and a goodbye sent while the client is idle is what its next call reports, not the broken
+// pipe it would meet sending to a daemon that has gone.
+TEST_F(ClientTest, AnIdleClientKeepsReadingTheDaemon) {
+  calrt_test::PrefillSession s(api_, CALRT_TEST_CALBIN, "service.liveness_ms=1000");
+  std::this_thread::sleep_for(1500ms);
+  CalrtDeviceState state{};
+  EXPECT_EQ(status_state(table(), s.device.get(), &state), CALRT_OK);
+  EXPECT_EQ(state, CALRT_DEVICE_CONFIGURED);
+
+  EXPECT_EQ(daemon_->terminate(), 0);   // SIGTERM: a goodbye to every session, then exit
+  std::this_thread::sleep_for(1000ms);  // several keepalive periods (250 ms)
+  try {
+    calrt::Kv::allocate(s.calbin, 16);
+    ADD_FAILURE() << "Kv_Allocate succeeded on a device whose daemon has exited";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("said goodbye"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(status_state(table(), s.device.get(), &state), CALRT_OK);
+  EXPECT_EQ(state, CALRT_DEVICE_LOST_STATE);
+}
+
 TEST_F(ClientTest, ResetReconnectsToARestartedDaemon) {
   calrt_test::PrefillSession s(api_, CALRT_TEST_CALBIN);
   {
