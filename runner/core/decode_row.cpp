@@ -25,7 +25,9 @@ bool ranks_before(float a, int32_t a_id, float b, int32_t b_id) {
 
 }  // namespace
 
-int32_t DecodeRow::best() const { return ranked() ? ids.front() : argmax(logits); }
+int32_t DecodeRow::best() const {
+  return ranked() ? ids.front() : pick ? pick->argmax : argmax(logits);
+}
 
 std::vector<DecodeRow> read_decode_rows(const ModelIo& io, calrt::Buffer& output, size_t rows,
                                         calrt::Timeout timeout) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "abi/calrt.hpp"
+#include "runner/core/tensor_io.hpp"
 
 namespace runner {
 
@@ -17,6 +19,9 @@ struct ModelIo;
 struct DecodeRow {
   std::vector<float> logits;  // full: the vocabulary's values; ranked: the K values, best first
   std::vector<int32_t> ids;   // ranked: the K ids; empty for a full row
+  // A full row read with read_row_pick: its argmax and top k, ranked while it was converted,
+  // so that the comparison does not read the row twice more.
+  std::optional<RowPick> pick;
 
   bool ranked() const { return !ids.empty(); }
   // The greedy token: the first id, or the row's argmax (lowest id on ties, NaN never).

@@ -29,8 +29,14 @@ Comparison compare_prefill(std::span<const float> logits, const calbin::GoldenCa
   return c;
 }
 
-Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
-                          uint32_t step, size_t top_k_count) {
+namespace {
+
+// compare_decode of a full row, with its argmax and top k when read_row_pick ranked it for
+// `top_k_count` (the same ids as ranking it here, bit for bit).
+Comparison compare_full_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
+                               uint32_t step, size_t top_k_count,
+                               const std::optional<RowPick>& pick) {
+  const bool picked = pick && pick->top_k.size() == std::min(top_k_count, logits.size());
   const std::span<const int32_t> ids(golden.top_ids.data() + step * top_k_count, top_k_count);
   const std::span<const float> values(golden.top_logits.data() + step * top_k_count, top_k_count);
   Comparison c;
@@ -55,16 +61,23 @@ Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCas
   }
   if (values.size() >= 2) c.golden_margin = double{values[0]} - double{values[1]};
   c.max_abs_error = max_abs_error_at(logits, ids, values);
-  c.top_k_overlap = top_k_overlap(top_k(logits, top_k_count), ids);
-  c.argmax = argmax(logits);
+  c.top_k_overlap = top_k_overlap(picked ? pick->top_k : top_k(logits, top_k_count), ids);
+  c.argmax = picked ? pick->argmax : argmax(logits);
   c.expected_argmax = golden.greedy[step + 1];
   return c;
+}
+
+}  // namespace
+
+Comparison compare_decode(std::span<const float> logits, const calbin::GoldenCase& golden,
+                          uint32_t step, size_t top_k_count) {
+  return compare_full_decode(logits, golden, step, top_k_count, std::nullopt);
 }
 
 Comparison compare_decode(const DecodeRow& row, const calbin::GoldenCase& golden, uint32_t step,
                           size_t top_k_count) {
   if (!row.ranked()) {
-    return compare_decode(row.logits, golden, step, top_k_count);
+    return compare_full_decode(row.logits, golden, step, top_k_count, row.pick);
   }
   const std::span<const int32_t> ids(golden.top_ids.data() + step * top_k_count, top_k_count);
   const std::span<const float> values(golden.top_logits.data() + step * top_k_count, top_k_count);

@@ -282,7 +282,10 @@ std::optional<DecodeRow> CaseRunner::run_job(ModelIo& io, CasePhase phase) {
     if (s_.options.bug == RunnerBug::tile16 && layout.tile_d0 != 0) {
       layout.tile_d0 = 16;  // the injected defect: a runner that assumes the tiny calbin's tile
     }
-    row.logits = read_row_f32(map.bytes(), layout);
+    // Converted and ranked in one pass (read_row_pick): the comparison takes the row's
+    // argmax and top k from it instead of reading the row twice more.
+    row.logits.resize(physical_shape(layout).cols);
+    row.pick = read_row_pick(map.bytes(), layout, 0, row.logits, top_k_);
   }
   r_.readout_ms += readout.elapsed_ms();
   return row;

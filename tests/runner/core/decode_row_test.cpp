@@ -14,7 +14,7 @@ namespace runner {
 namespace {
 
 DecodeRow ranked(std::vector<int32_t> ids, std::vector<float> values) {
-  return DecodeRow{std::move(values), std::move(ids)};
+  return DecodeRow{std::move(values), std::move(ids), std::nullopt};
 }
 
 bool says(const std::string& text, const std::string& words) {
@@ -40,7 +40,7 @@ TEST(RankedRow, TheContractRowRankedAsTheDeviceRanks) {
   EXPECT_EQ(row.ids, (std::vector<int32_t>{1, 2, 4}));
   EXPECT_EQ(row.logits, (std::vector<float>{3.0f, 3.0f, 2.0f}));
   EXPECT_EQ(row.best(), 1);
-  const DecodeRow whole{full, {}};
+  const DecodeRow whole{full, {}, std::nullopt};
   EXPECT_EQ(whole.best(), 1) << "a full row's best is its argmax, lowest id";
 }
 
@@ -137,6 +137,31 @@ TEST(RankedDecodeComparison, WithoutFullRowsOverTheIdsBothListsHold) {
   EXPECT_DOUBLE_EQ(outside.top_k_overlap, 0.5);
   const Comparison one = compare_decode(ranked({1}, {6.0f}), g, 0, 3);
   EXPECT_DOUBLE_EQ(one.top_k_overlap, 1.0) << "K = 1: a greedy flip is judged as a rate only";
+}
+
+// The smoke reads a full row with read_row_pick and the comparison takes the row's argmax and
+// top k from that pick: the same figures as ranking the row itself, and the pick is what it
+// ranks by (a pick naming other ids changes them), unless it was made for another k.
+TEST(FullDecodeComparison, APickedRowComparesAsTheRowItself) {
+  const calbin::GoldenCase g = one_step(true);
+  const std::vector<float> full = {4.0f, 6.0f, 1.0f, 2.0f, 6.0f, 8.0f};  // ids 1 and 4 tie
+  DecodeRow row{full, {}, std::nullopt};
+  const Comparison plain = compare_decode(row, g, 0, 3);
+  row.pick = RowPick{argmax(full), top_k(full, 3)};
+  const Comparison picked = compare_decode(row, g, 0, 3);
+  EXPECT_EQ(picked.argmax, plain.argmax);
+  EXPECT_EQ(picked.top_k_overlap, plain.top_k_overlap);
+  EXPECT_EQ(picked.cosine, plain.cosine);
+  EXPECT_EQ(row.best(), 5);
+
+  row.pick = RowPick{2, {2, 3, 0}};
+  const Comparison other = compare_decode(row, g, 0, 3);
+  EXPECT_EQ(other.argmax, 2);
+  EXPECT_NEAR(other.top_k_overlap, 1.0 / 3.0, 1e-12) << "of the golden's 5, 1, 0 only 0";
+  EXPECT_EQ(row.best(), 2);
+
+  row.pick = RowPick{2, {2, 3}};  // ranked for k = 2
+  EXPECT_EQ(compare_decode(row, g, 0, 3).argmax, plain.argmax);
 }
 
 }  // namespace
