@@ -97,6 +97,9 @@ class Device final : private FaultEffects {
   static constexpr uint32_t kMaxJobs = 1u << 16;
   static constexpr uint32_t kMaxKvHandles = 1u << 16;
   static constexpr size_t kMaxQueuedJobs = 256;
+  // Bytes of message each job reserves at submit, so that finishing it (a cancel, which
+  // another thread's wait is blocked on) copies its message without allocating.
+  static constexpr size_t kJobMessageReserve = 128;
 
   static Expected<std::unique_ptr<Device>> create(std::string_view config_text);
   explicit Device(const DeviceConfig& config);
@@ -220,7 +223,7 @@ class Device final : private FaultEffects {
   void record_compute(const Job& job);
   Status find_reuse(const Job& job, ObjectId buffer_id, const TensorBytes& at_submit);
   void fail_job(Job& job, CalrtCode code, const std::string& message);
-  void finish(Job& job, CalrtJobState state, CalrtCode code, std::string message);
+  void finish(Job& job, CalrtJobState state, CalrtCode code, std::string_view message);
   // Moves the job to `to` when the job table allows it; otherwise leaves it, counts a
   // state machine violation and returns false.
   bool set_job_state(Job& job, CalrtJobState to);

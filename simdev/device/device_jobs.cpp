@@ -1,5 +1,6 @@
 // Device: job submission, the job lifecycle on the virtual clock, wait, cancel, destroy.
 #include <algorithm>
+#include <string_view>
 
 #include "simdev/device/device.hpp"
 
@@ -123,6 +124,9 @@ Expected<ObjectId> Device::job_submit(ObjectId calbin_id, std::string_view model
   }
   auto job = std::make_unique<Job>();
   job->serial = next_job_serial_;  // taken below, once the job is in: serials have no gaps
+  // finish() copies the job's message in here: a cancel, which another thread's wait is
+  // blocked on, then allocates nothing before it can wake it.
+  job->message.reserve(kJobMessageReserve);
   job->calbin = calbin_id;
   job->model_index = model_index;
   job->input = input_id;
@@ -332,12 +336,12 @@ void Device::fail_job(Job& job, CalrtCode code, const std::string& message) {
   pump();
 }
 
-void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string message) {
+void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string_view message) {
   if (!set_job_state(job, state)) {
     return;  // e.g. finishing a final job again: counted, and nothing is released twice
   }
   job.code = code;
-  job.message = std::move(message);
+  job.message.assign(message);
   job.end_ps = engine_.now();
   if (job.pending_event) {
     engine_.queue().cancel(*job.pending_event);
@@ -437,7 +441,8 @@ Status Device::cancel_job(ObjectId id) {
   if (job.final()) {
     return {};
   }
-  finish(job, CALRT_JOB_CANCELLED, CALRT_CANCELLED, job_label(job) + " was cancelled");
+  char text[64];  // no allocation on the way to waking a waiter (kJobMessageReserve)
+  finish(job, CALRT_JOB_CANCELLED, CALRT_CANCELLED, job_label_into(job, " was cancelled", text));
   if (job.latent_fault && job.stage_fault) {
     // Cancelling does not unhang a chip or bring a link back: only a reset does.
     raise_device_fault(job.stage_fault->code, job.stage_fault->reset_level,

@@ -6,9 +6,14 @@
 // and output DMA.
 #pragma once
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "abi/calrt.h"
@@ -79,5 +84,20 @@ struct Job {
 
 // How messages name a job.
 inline std::string job_label(const Job& job) { return "job #" + std::to_string(job.serial); }
+
+// job_label(job) + suffix written into `text` (cut to fit) instead of allocated: for a cancel,
+// which another thread's wait is blocked on until it returns.
+inline std::string_view job_label_into(const Job& job, std::string_view suffix,
+                                       std::span<char> text) {
+  char digits[20];  // any uint64_t
+  const char* const number = std::to_chars(digits, digits + sizeof digits, job.serial).ptr;
+  char* out = text.data();
+  char* const last = text.data() + text.size();
+  for (const std::string_view piece :
+       {std::string_view("job #"), std::string_view(digits, number - digits), suffix}) {
+    out = std::copy_n(piece.data(), std::min<size_t>(piece.size(), last - out), out);
+  }
+  return {text.data(), static_cast<size_t>(out - text.data())};
+}
 
 }  // namespace simdev

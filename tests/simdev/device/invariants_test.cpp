@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "simdev/device/job.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/timing/device_config.hpp"
 
@@ -81,6 +82,20 @@ TEST(Invariants, KvAllocatorTilingHoldsOverRandomOperations) {
     }
     EXPECT_EQ(invariants.failures(), 0u) << "seed " << seed << ": " << invariants.first_failure();
   }
+}
+
+// A cancel's message is composed in a buffer of the caller's instead of allocated: the same
+// text as job_label, cut to the buffer when it does not fit.
+TEST(JobLabel, IntoABufferIsTheLabelCutToFit) {
+  Job job;
+  job.serial = 18446744073709551615ull;
+  char text[64];
+  EXPECT_EQ(job_label_into(job, " was cancelled", text), job_label(job) + " was cancelled");
+  char small[12];
+  EXPECT_EQ(job_label_into(job, " was cancelled", small), "job #1844674");
+  char tight[8];
+  job.serial = 42;
+  EXPECT_EQ(job_label_into(job, " was cancelled", tight), "job #42 ");
 }
 
 }  // namespace

@@ -373,7 +373,9 @@ TEST(PacedClock, CancelFromAnotherThreadWakesTheWaiter) {
   const auto waited = std::chrono::steady_clock::now() - begin;
   canceller.join();
   EXPECT_EQ(result, calrt::WaitResult::ready);
-  EXPECT_EQ(job.status().state, calrt::JobState::cancelled);
+  const calrt::JobStatus status = job.status();
+  EXPECT_EQ(status.state, calrt::JobState::cancelled);
+  EXPECT_EQ(status.message, "job #1 was cancelled");  // composed without allocating
   EXPECT_LT(waited, 4s);  // woken by the cancel, not by the job's own time
 }
 
