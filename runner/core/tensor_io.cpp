@@ -146,34 +146,39 @@ size_t first_bf16_block_above(const std::byte* src, size_t blocks, float bound) 
   return blocks;
 }
 
-// Ranks the kTestBlock BF16 values at `src`, the next ones of the row, once the ranker has a
-// bound: only values whose key is above it are widened and offered, one at a time in id order
-// against the bound as each one raises it.
+// Ranks the `count` BF16 values at `src` (a multiple of 16), the next ones of the row,
+// offering the ranker only those whose key exceeds `floor_key`, or the key of its bound once it
+// has one: one at a time in id order, against the bound as each one raises it.
 CALRT_SIMD_CLONES
-void rank_bf16_block(const std::byte* src, RowRanker& ranker) {
+void rank_bf16_above(const std::byte* src, size_t count, int16_t floor_key, RowRanker& ranker) {
   using Int16x16 = int16_t __attribute__((vector_size(32)));
+  auto above_of = [&] {
+    const std::optional<float> bound = ranker.bound();
+    return bound ? std::max(floor_key, bound_key(*bound)) : floor_key;
+  };
+  int16_t above = above_of();
   size_t next = 0;  // values of the block the ranker has seen
-  for (size_t group = 0; group < kTestBlock; group += 16) {
-    const int16_t key = bound_key(*ranker.bound());
+  for (size_t group = 0; group < count; group += 16) {
     Int16x16 bits16;
     std::memcpy(&bits16, src + 2 * group, sizeof(bits16));
-    const Int16x16 above = (bits16 ^ ((bits16 >> 15) & 0x7FFF)) > (Int16x16{} + key);
+    const Int16x16 hit = (bits16 ^ ((bits16 >> 15) & 0x7FFF)) > (Int16x16{} + above);
     uint64_t words[4];
-    std::memcpy(words, &above, sizeof(words));
+    std::memcpy(words, &hit, sizeof(words));
     if ((words[0] | words[1] | words[2] | words[3]) == 0) {
       continue;
     }
     for (size_t i = group; i < group + 16; ++i) {
       int16_t bits = 0;
       std::memcpy(&bits, src + 2 * i, sizeof(bits));
-      if (bf16_key(bits) > key) {
+      if (bf16_key(bits) > above) {
         ranker.skip(i - next);
         ranker.add_one(calbin::bf16_to_f32(static_cast<uint16_t>(bits)));
         next = i + 1;
+        above = above_of();
       }
     }
   }
-  ranker.skip(kTestBlock - next);
+  ranker.skip(count - next);
 }
 
 // Values per block of rank_bf16_by_floor's first pass: long enough that taking each block's
@@ -222,41 +227,6 @@ int16_t bf16_block_tops(const std::byte* src, size_t blocks, int16_t* tops, uint
     }
   }
   return highest;
-}
-
-// Ranks the kFloorBlock BF16 values at `src`, the next ones of the row, offering the ranker
-// only those whose bits exceed `threshold`, or its bound once it has one (both of +0 or
-// more, so bits compare as values).
-CALRT_SIMD_CLONES
-void rank_bf16_above_floor(const std::byte* src, int16_t threshold, RowRanker& ranker) {
-  using Int16x16 = int16_t __attribute__((vector_size(32)));
-  size_t next = 0;  // values of the block the ranker has seen
-  auto above_of = [&] {
-    const std::optional<float> bound = ranker.bound();
-    return bound ? std::max(threshold, bound_key(*bound)) : threshold;
-  };
-  int16_t above = above_of();
-  for (size_t group = 0; group < kFloorBlock; group += 16) {
-    Int16x16 bits16;
-    std::memcpy(&bits16, src + 2 * group, sizeof(bits16));
-    const Int16x16 hit = bits16 > (Int16x16{} + above);
-    uint64_t words[4];
-    std::memcpy(words, &hit, sizeof(words));
-    if ((words[0] | words[1] | words[2] | words[3]) == 0) {
-      continue;
-    }
-    for (size_t i = group; i < group + 16; ++i) {
-      int16_t bits = 0;
-      std::memcpy(&bits, src + 2 * i, sizeof(bits));
-      if (bits > above) {
-        ranker.skip(i - next);
-        ranker.add_one(calbin::bf16_to_f32(static_cast<uint16_t>(bits)));
-        next = i + 1;
-        above = above_of();
-      }
-    }
-  }
-  ranker.skip(kFloorBlock - next);
 }
 
 // rank_row of the whole BF16 row at `src` (`count` values) into a ranker that has seen
@@ -315,7 +285,9 @@ bool rank_bf16_by_floor(const std::byte* src, size_t count, size_t capacity, Row
     }
     ranker.skip(passed * kFloorBlock);
     passed = 0;
-    rank_bf16_above_floor(src + block * kFloorBlock * 2, static_cast<int16_t>(floor - 1), ranker);
+    // floor > 0: its bits are its key.
+    rank_bf16_above(src + block * kFloorBlock * 2, kFloorBlock, static_cast<int16_t>(floor - 1),
+                    ranker);
   }
   ranker.skip(passed * kFloorBlock);
   const size_t tail = blocks * kFloorBlock;
@@ -562,7 +534,8 @@ RowPick rank_row(std::span<const std::byte> mapped, const calrt::TensorDesc& des
             done + first_bf16_block_above(src + done * kTestBlock * 2, blocks - done, *bound);
         ranker.skip((hit - done) * kTestBlock);
         if (hit == blocks) break;
-        rank_bf16_block(src + hit * kTestBlock * 2, ranker);
+        rank_bf16_above(src + hit * kTestBlock * 2, kTestBlock, std::numeric_limits<int16_t>::min(),
+                        ranker);
         done = hit + 1;
       }
       const size_t tail = blocks * kTestBlock;

@@ -425,16 +425,19 @@ void Connection::keeper_loop() {
     if (lost_ || closed_ || reading_ || !pending_.empty()) {
       continue;  // a caller reads
     }
-    reading_ = true;
-    lock.unlock();
-    const Status drained = drain_idle();
-    if (!drained) {
-      mark_lost(drained.error().message);
-    }
-    lock.lock();
-    reading_ = false;
-    cv_.notify_all();
+    read_in_turn(lock, &Connection::drain_idle);
   }
+}
+
+void Connection::read_in_turn(std::unique_lock<std::mutex>& lock, Status (Connection::*read)()) {
+  reading_ = true;
+  lock.unlock();
+  if (const Status got = (this->*read)(); !got) {
+    mark_lost(got.error().message);
+  }
+  lock.lock();
+  reading_ = false;
+  cv_.notify_all();  // answers handed over, or the turn free for another waiter
 }
 
 void Connection::mark_lost(std::string reason) {
@@ -502,15 +505,7 @@ Expected<std::vector<uint8_t>> Connection::await_response(const Sent& sent) {
       cv_.wait_for(lock, liveness_);
       continue;
     }
-    reading_ = true;
-    lock.unlock();
-    const Status got = read_and_dispatch();
-    if (!got) {
-      mark_lost(got.error().message);
-    }
-    lock.lock();
-    reading_ = false;
-    cv_.notify_all();  // answers handed over, or the turn free for another waiter
+    read_in_turn(lock, &Connection::read_and_dispatch);
   }
   if (!pending->done) {
     pending_.erase(id);

@@ -89,6 +89,9 @@ class Connection {
   Status drain_idle();
   Status send_frame(MessageType type, uint32_t request_id, std::span<const uint8_t> payload);
   void keeper_loop();
+  // Takes the read turn (`lock` held on entry and on return), runs `read` without the lock,
+  // marks the connection lost if it fails, and gives the turn back, waking the waiters.
+  void read_in_turn(std::unique_lock<std::mutex>& lock, Status (Connection::*read)());
   void mark_lost(std::string reason);
   Fault lost_fault() const;
 
