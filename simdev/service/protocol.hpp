@@ -23,7 +23,9 @@ inline constexpr uint32_t kHelloMagic = 0x4352534d;  // "MSRC" on the wire: CalR
 // 3: Kv_Apply carries the decode row (ABI 0.8's batch).
 // 4: Batch: buffer calls the client answered itself, sent with the next submit (PROTOCOL.md,
 //    "Held buffer calls").
-inline constexpr uint16_t kProtocolMajor = 4;
+// 5: a held Job_Submit, sent with the job's Job_Wait in one Batch, answered by the wait,
+//    which names its job; job 0 (PROTOCOL.md, "Held submits").
+inline constexpr uint16_t kProtocolMajor = 5;
 inline constexpr uint16_t kProtocolMinor = 0;
 // The code of a refusal for another protocol major or ABI major (PROTOCOL.md's
 // ABI_MISMATCH): calrt.h has no code of that name, and UNIMPLEMENTED is what a runtime
@@ -601,9 +603,12 @@ struct JobWait {
     std::vector<JobStatusOut> status;
     // The tensors of In::fetch that could be read (none unless COMPLETED).
     std::vector<FetchedTensor> outputs;
+    // The job waited for: In::job, or the job a Batch's submit made (protocol major 5).
+    WireHandle job;
     template <class V>
     void visit(V& v) {
       v("result", result), v("state", state), v("status", status), v("outputs", outputs);
+      v("job", job);
     }
   };
 };
@@ -851,10 +856,10 @@ struct DiagStateHash {
 
 // Buffer calls that the client answered itself, run in order before one more call, in one
 // visit of the device lane (PROTOCOL.md, "Held buffer calls"). Each entry is a whole request
-// payload of Buffer_Map, Buffer_Unmap, Buffer_SetCsr or Job_Destroy; the last may be a
-// Job_Submit. The
-// daemon stops at the first call that fails; the answer is how many ran and the response
-// payload of the last one run.
+// payload of Buffer_Map, Buffer_Unmap, Buffer_SetCsr or Job_Destroy; then may come a
+// Job_Submit, and after it a Job_Wait of job 0: the job that submit made. The daemon stops at
+// the first call that fails; the answer is how many ran and the response payload of the last
+// one run, or, when every call before the wait succeeded, the wait's own response.
 struct HeldCall {
   Bytes request;
   template <class V>

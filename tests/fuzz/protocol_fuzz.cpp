@@ -48,6 +48,10 @@ void request(std::span<const uint8_t> payload) {
         check_same(svc::encode_request_payload<C>(tagged.in), payload);
       },
       *decoded);
+  // A batch's calls are requests the daemon decodes in turn (its trailing Job_Wait first).
+  if (const auto* batch = std::get_if<svc::Tagged<svc::Batch>>(&*decoded)) {
+    for (const svc::HeldCall& call : batch->in.calls) request(call.request);
+  }
 }
 
 }  // namespace

@@ -64,5 +64,13 @@ int main(int argc, char** argv) {
                           svc::encode_payload(svc::Notice{CALRT_DEVICE_LOST, "bye"})));
   write(dir, "keepalive", svc::encode_frame(svc::MessageType::keepalive, 0, {}));
   requests(svc::AllCalls{}, dir);
+  // A decode step's one request: a held CSR write, the submit, and the wait of its job.
+  svc::Batch::In step;
+  step.calls.push_back({svc::encode_request_payload<svc::BufferSetCsr>({})});
+  step.calls.push_back({svc::encode_request_payload<svc::JobSubmit>({})});
+  step.calls.push_back({svc::encode_request_payload<svc::JobWait>({})});
+  write(dir, "request-batch-submit-wait",
+        svc::encode_frame(svc::MessageType::request, 2,
+                          svc::encode_request_payload<svc::Batch>(step)));
   return 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,8 @@ struct ClientDevice {
   HeldCalls held;                                // buffer calls answered here, not yet sent
   // Held calls leave in the order they were made: taking them and sending them is one step.
   std::mutex held_send_mutex;
+  // Notified when a held submit's job gets its daemon id, or fails (held_calls.hpp).
+  std::condition_variable job_sent;
 
   std::shared_ptr<Connection> current_connection() {
     std::lock_guard lock(mutex);

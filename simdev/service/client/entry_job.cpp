@@ -45,6 +45,75 @@ uint32_t observe(ClientJob& job, uint32_t state) {
   return job.reuse ? uint32_t{CALRT_JOB_FAILED} : state;
 }
 
+bool settled_unsent(const ClientJob& job) { return job.wire == 0 && job.final_status.has_value(); }
+
+// Sends call C (a OneHandle call) about `job`; nullopt for a job whose held submit failed,
+// which never reached the daemon (it is FAILED, and final_status says why). A submit the
+// client still holds goes first. A job whose submit is on the wire in a batch ending with its
+// Job_Wait has no daemon id yet: it is named as job 0, the daemon's name for that batch's job,
+// and sent before any later batch could make another job job 0.
+template <class C>
+std::optional<Expected<Response<C>>> call_on_job(Resolved<ClientJob>& job) {
+  ClientDevice& device = *job.device;
+  bool held = false;
+  {
+    std::lock_guard lock(device.mutex);
+    held = device.held.submitted == job.object;
+  }
+  if (held) {
+    if (Status flushed = flush_held(device); !flushed) {
+      std::lock_guard lock(device.mutex);
+      if (!settled_unsent(*job.object)) return tl::unexpected(flushed.error());
+    }
+  }
+  std::unique_lock order(device.held_send_mutex);
+  uint64_t wire = 0;
+  {
+    std::lock_guard lock(device.mutex);
+    if (settled_unsent(*job.object)) return std::nullopt;
+    wire = job.object->wire;
+  }
+  if (wire != 0) {
+    order.unlock();
+    return round_trip<C>(device, typename C::In{WireHandle{wire}});
+  }
+  auto connection = device.current_connection();
+  if (!connection) return fail(CALRT_DEVICE_LOST, "the device is lost");
+  auto sent = connection->send_request(encode_request_payload<C>(typename C::In{}));
+  order.unlock();
+  auto bytes = sent ? connection->await_response(*sent) : tl::unexpected(sent.error());
+  if (!bytes) return tl::unexpected(bytes.error());
+  auto response = decode_response_payload<C>(*bytes);
+  if (!response) {
+    return fail(CALRT_INTERNAL, "malformed answer from the daemon: " + response.error());
+  }
+  note_answer(device, C::kCall, response->code);
+  std::lock_guard lock(device.mutex);
+  // The batch's submit failed meanwhile: the daemon had no job 0 to act on.
+  if (response->code != CALRT_OK && settled_unsent(*job.object)) return std::nullopt;
+  return std::move(*response);
+}
+
+// The daemon id of a job whose submit another thread's Job_Wait has sent, once its answer
+// has come (0: the submit failed); nullopt when `timeout_ns` passed first.
+std::optional<uint64_t> sent_job_wire(ClientDevice& device, const ClientJob& job,
+                                      uint64_t timeout_ns) {
+  std::unique_lock lock(device.mutex);
+  auto sent = [&] { return job.wire != 0 || job.final_status.has_value(); };
+  if (timeout_ns == CALRT_TIMEOUT_INFINITE) {
+    device.job_sent.wait(lock, sent);
+  } else if (!device.job_sent.wait_for(lock, std::chrono::nanoseconds(timeout_ns), sent)) {
+    return std::nullopt;
+  }
+  return job.wire;
+}
+
+// A job that a device fault failed left the device FAULTED: what the client knew the daemon
+// would accept no longer holds. Called with the device's mutex held.
+void note_job_code(ClientDevice& device, uint32_t code) {
+  if (CALRT_CODE_FAULT_CLASS(code) == CALRT_FAULT_DEVICE) device.held.forget_answers();
+}
+
 // Fills the caller's struct from the daemon's status of the job.
 Status report_status(Resolved<ClientJob>& job, Calrt_Job_Status_Args* args,
                      const JobStatusOut& out) {
@@ -59,10 +128,7 @@ Status report_status(Resolved<ClientJob>& job, Calrt_Job_Status_Args* args,
       args->code = static_cast<CalrtCode>(out.code);
       args->message = j.strings.keep(out.message);
     }
-    // A job that a device fault failed left the device FAULTED.
-    if (CALRT_CODE_FAULT_CLASS(out.code) == CALRT_FAULT_DEVICE) {
-      job.device->held.writes_accepted = false;
-    }
+    note_job_code(*job.device, out.code);
   }
   args->submit_time_ns = out.submit_time_ns;
   args->start_time_ns = out.start_time_ns;
@@ -113,9 +179,20 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
     in.model_name = args->model_name;
     in.input = WireHandle{input->wire};
     in.output = WireHandle{output->wire};
-    // Until the job is in the table, no buffer call may be held: the job may own its buffers.
+    std::vector<uint8_t> request = encode_request_payload<JobSubmit>(in);
+    uint64_t epoch = 0;
     {
       std::lock_guard lock(device.mutex);
+      if (may_hold_submit(device, request)) {
+        job->serial = device.next_serial++;
+        const std::optional<LocalId> id = device.jobs.insert(job);
+        if (!id) return fail(CALRT_OUT_OF_RANGE, "too many jobs on the device");
+        hold_submit(device, std::move(request), job);
+        args->job = to_handle<CalrtJob>(HandleKind::kJob, device.slot, *id);
+        return {};
+      }
+      epoch = device.held.known_submit_epoch;
+      // Until the job is in the table, no buffer call may be held: the job may own its buffers.
       ++device.held.submits_in_flight;
     }
     struct InFlight {
@@ -139,6 +216,7 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
       std::lock_guard lock(device.mutex);
       job->serial = device.next_serial++;
       id = device.jobs.insert(job);
+      if (id) remember_submit(device, std::move(request), epoch);
     }
     if (!id) {
       (void)round_trip<JobDestroy>(device, JobDestroy::In{wire});
@@ -155,44 +233,71 @@ CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
     if (!job) {
       return tl::unexpected(job.error());
     }
+    ClientDevice& device = *job->device;
     JobWait::In in;
-    in.job = WireHandle{job->wire};
     in.timeout_ns = args->timeout_ns;
     std::shared_ptr<ClientBuffer> output;
     {
       // The outputs the host read before come back with the answer.
-      std::lock_guard lock(job->device->mutex);
+      std::lock_guard lock(device.mutex);
       output = job->object->output;
       if (output) {
         in.output = WireHandle{output->wire};
         for (uint32_t tensor : output->shadows.tensors()) in.fetch.push_back({tensor});
       }
     }
-    auto response = round_trip<JobWait>(*job->device, in);
+    // A held submit goes with this wait (job 0: the batch's own job).
+    auto response = wait_after_held(device, *job->object, in);
     if (!response) {
-      return tl::unexpected(response.error());
+      // Another thread's wait sent it: this one waits for that answer, within its timeout.
+      auto wire = sent_job_wire(device, *job->object, args->timeout_ns);
+      if (!wire) {
+        args->state = CALRT_JOB_SUBMITTED;
+        args->result = CALRT_WAIT_NOT_READY;
+        return {};
+      }
+      if (*wire != 0) {
+        in.job = WireHandle{*wire};
+        response = round_trip<JobWait>(device, in);
+      }
     }
+    if (!response || !*response) {
+      // A job whose held submit failed is FAILED, and the failure is the wait's error.
+      std::lock_guard lock(device.mutex);
+      const ClientJob& j = *job->object;
+      if (j.wire == 0 && j.final_status) {
+        args->state = CALRT_JOB_FAILED;
+        args->result = CALRT_WAIT_READY;
+        if (!response) {
+          return fail(static_cast<CalrtCode>(j.final_status->code), j.final_status->message);
+        }
+      }
+      if (!response) return fail(CALRT_INTERNAL, "Job_Wait: the job has no daemon id");
+      return tl::unexpected(response->error());
+    }
+    auto& answer = *response;
     // The job's state is reported with an error too (DEVICE_HUNG: TIMED_OUT).
-    if (response->out.state != 0) {
-      std::lock_guard lock(job->device->mutex);
-      args->state = static_cast<CalrtJobState>(observe(*job->object, response->out.state));
-      args->result = static_cast<CalrtWaitResult>(response->out.result);
-      if (response->out.status.size() == 1 &&
-          response->out.status[0].state == response->out.state && is_final(response->out.state)) {
-        job->object->final_status = std::move(response->out.status[0]);
+    if (answer->out.state != 0) {
+      std::lock_guard lock(device.mutex);
+      args->state = static_cast<CalrtJobState>(observe(*job->object, answer->out.state));
+      args->result = static_cast<CalrtWaitResult>(answer->out.result);
+      if (answer->out.status.size() == 1 && answer->out.status[0].state == answer->out.state &&
+          is_final(answer->out.state)) {
+        note_job_code(device, answer->out.status[0].code);
+        job->object->final_status = std::move(answer->out.status[0]);
       }
       // After observe(): the shadows' fingerprints are compared with the submission's first.
       // Unless another job took the buffer meanwhile (another thread submitted it).
-      if (output && response->out.state == CALRT_JOB_COMPLETED &&
+      if (output && answer->out.state == CALRT_JOB_COMPLETED &&
           output->submissions == job->object->output_submission) {
-        for (const FetchedTensor& tensor : response->out.outputs) {
+        for (const FetchedTensor& tensor : answer->out.outputs) {
           if (output->shadows.refill(tensor.index, tensor.data)) {
             output->fetched.insert(tensor.index);
           }
         }
       }
     }
-    return status_of(*response);
+    return status_of(*answer);
   });
 }
 
@@ -212,10 +317,19 @@ CalrtError* job_status(Calrt_Job_Status_Args* args) {
                    if (known) {
                      return report_status(*job, args, *known);
                    }
-                   return forward<JobStatus>(*job->device, JobStatus::In{WireHandle{job->wire}},
-                                             [&](const JobStatus::Out& out) -> Status {
-                                               return report_status(*job, args, out);
-                                             });
+                   auto response = call_on_job<JobStatus>(*job);
+                   if (!response) {
+                     std::lock_guard lock(job->device->mutex);
+                     known = job->object->final_status;
+                     return report_status(*job, args, *known);
+                   }
+                   if (!*response) {
+                     return tl::unexpected(response->error());
+                   }
+                   if (Status ok = status_of(**response); !ok) {
+                     return ok;
+                   }
+                   return report_status(*job, args, (*response)->out);
                  });
 }
 
@@ -225,37 +339,49 @@ CalrtError* job_cancel(Calrt_Job_Cancel_Args* args) {
     if (!job) {
       return tl::unexpected(job.error());
     }
-    return forward<JobCancel>(*job->device, JobCancel::In{WireHandle{job->wire}});
+    auto response = call_on_job<JobCancel>(*job);
+    // A job whose held submit failed is final already: cancelling it changes nothing.
+    if (!response) {
+      return {};
+    }
+    if (!*response) {
+      return tl::unexpected(response->error());
+    }
+    return status_of(**response);
   });
 }
 
 CalrtError* job_destroy(Calrt_Job_Destroy_Args* args) {
-  return guarded(
-      args, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE, "Calrt_Job_Destroy_Args", [&]() -> Status {
-        auto job = resolve_job(args->job, "job");
-        if (!job) {
-          return tl::unexpected(job.error());
-        }
-        ClientDevice& device = *job->device;
-        {
-          // A final job's release cannot fail: it rides with the next submit.
-          std::lock_guard lock(device.mutex);
-          if (job->object->seen_final && may_hold(device)) {
-            hold<JobDestroy>(device, JobDestroy::In{WireHandle{job->wire}});
-            device.jobs.erase(job->id);
-            return {};
-          }
-        }
-        if (!device.lost()) {
-          if (Status ok = forward<JobDestroy>(device, JobDestroy::In{WireHandle{job->wire}});
-              !ok && ok.error().code != CALRT_DEVICE_LOST) {
-            return ok;
-          }
-        }
-        std::lock_guard lock(device.mutex);
-        device.jobs.erase(job->id);
-        return {};
-      });
+  return guarded(args, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE, "Calrt_Job_Destroy_Args",
+                 [&]() -> Status {
+                   auto job = resolve_job(args->job, "job");
+                   if (!job) {
+                     return tl::unexpected(job.error());
+                   }
+                   ClientDevice& device = *job->device;
+                   {
+                     // A final job's release cannot fail: it rides with the next submit.
+                     std::lock_guard lock(device.mutex);
+                     if (job->object->seen_final && job->object->wire != 0 && may_hold(device)) {
+                       hold<JobDestroy>(device, JobDestroy::In{WireHandle{job->object->wire}});
+                       device.jobs.erase(job->id);
+                       return {};
+                     }
+                   }
+                   if (!device.lost()) {
+                     // nullopt: a job whose held submit failed never reached the daemon.
+                     auto response = call_on_job<JobDestroy>(*job);
+                     Status ok = !response    ? Status{}
+                                 : !*response ? Status{tl::unexpected(response->error())}
+                                              : status_of(**response);
+                     if (!ok && ok.error().code != CALRT_DEVICE_LOST) {
+                       return ok;
+                     }
+                   }
+                   std::lock_guard lock(device.mutex);
+                   device.jobs.erase(job->id);
+                   return {};
+                 });
 }
 
 }  // namespace simdev::service::client

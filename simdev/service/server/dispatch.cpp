@@ -483,6 +483,7 @@ Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   args.job = job;
   args.timeout_ns = in.timeout_ns;
   Failure f = call(c, c.api->Job_Wait(&args));
+  out.job = in.job;
   out.result = get_enum(args.result);
   out.state = get_enum(args.state);
   if (args.state == CALRT_JOB_COMPLETED || args.state == CALRT_JOB_FAILED ||
@@ -498,8 +499,14 @@ Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   return f;
 }
 
+// Job 0: the job of the session's last batch that waits (SessionObjects::batch_job).
+OneHandle job_named(const Ctx& c, const OneHandle& in) {
+  return in.handle.id == 0 ? OneHandle{WireHandle{c.objects->batch_job}} : in;
+}
+
 template <>
-Failure run<JobStatus>(Ctx& c, const JobStatus::In& in, JobStatus::Out& out) {
+Failure run<JobStatus>(Ctx& c, const JobStatus::In& named, JobStatus::Out& out) {
+  const OneHandle in = job_named(c, named);
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
   Failure f = job_status(c, job, out);
   if (const auto by = c.objects->preempted_by.find(in.handle.id);
@@ -512,7 +519,8 @@ Failure run<JobStatus>(Ctx& c, const JobStatus::In& in, JobStatus::Out& out) {
 }
 
 template <>
-Failure run<JobCancel>(Ctx& c, const JobCancel::In& in, JobCancel::Out&) {
+Failure run<JobCancel>(Ctx& c, const JobCancel::In& named, JobCancel::Out&) {
+  const OneHandle in = job_named(c, named);
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
   auto args = make_args<Calrt_Job_Cancel_Args>();
   args.job = job;
@@ -520,7 +528,8 @@ Failure run<JobCancel>(Ctx& c, const JobCancel::In& in, JobCancel::Out&) {
 }
 
 template <>
-Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& in, JobDestroy::Out&) {
+Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& named, JobDestroy::Out&) {
+  const OneHandle in = job_named(c, named);
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
   auto args = make_args<Calrt_Job_Destroy_Args>();
   args.job = job;
@@ -737,7 +746,7 @@ Failure run<Batch>(Ctx& c, const Batch::In& in, Batch::Out& out) {
       return {CALRT_INVALID_ARGUMENT,
               where + to_string(call) +
                   " cannot be batched (only Buffer_Map, Buffer_Unmap, Buffer_SetCsr, "
-                  "Job_Destroy, and Job_Submit last)"};
+                  "Job_Destroy, then Job_Submit, then Job_Wait of job 0)"};
     }
     requests.push_back(std::move(*decoded));
   }
@@ -862,6 +871,29 @@ Failure release_session(DispatchContext& c) {
 
 bool is_wait_call(const Request& request) {
   return std::holds_alternative<Tagged<JobWait>>(request);
+}
+
+std::optional<JobWait::In> take_trailing_wait(Request& request) {
+  auto* batch = std::get_if<Tagged<Batch>>(&request);
+  if (batch == nullptr || batch->in.calls.size() < 2) return std::nullopt;
+  std::vector<HeldCall>& calls = batch->in.calls;
+  auto wait = decode_request_payload(calls.back().request);
+  auto submit = decode_request_payload(calls[calls.size() - 2].request);
+  if (!wait || !submit || !std::holds_alternative<Tagged<JobSubmit>>(*submit)) return std::nullopt;
+  const auto* tagged = std::get_if<Tagged<JobWait>>(&*wait);
+  // Any other wait stays in the batch, which then refuses it, naming it.
+  if (tagged == nullptr || tagged->in.job.id != 0) return std::nullopt;
+  calls.pop_back();
+  return tagged->in;
+}
+
+std::optional<WireHandle> submitted_job(const Outcome& batch) {
+  auto answer = decode_response_payload<Batch>(batch.payload);
+  if (!answer || answer->code != CALRT_OK) return std::nullopt;
+  // The last call run answered; a submit's answer decodes only as a submit's.
+  auto submit = decode_response_payload<JobSubmit>(answer->out.response);
+  if (!submit || submit->code != CALRT_OK || submit->out.job.id == 0) return std::nullopt;
+  return submit->out.job;
 }
 
 Call call_of(const Request& request) {

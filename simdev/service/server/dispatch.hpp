@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct SessionObjects {
   // Jobs of this session that another session's Device_Reset found in flight: job id -> the
   // resetting session. Job_Status reports such a job, once CANCELLED, as PREEMPTED.
   std::map<uint64_t, uint64_t> preempted_by;
+  // The job of the session's last Batch that ended with a Job_Wait (0: its submit failed).
+  // Until that batch's answer the client does not know the job's id, so Job_Status,
+  // Job_Cancel and Job_Destroy name it as job 0 (PROTOCOL.md, "Held buffer calls").
+  uint64_t batch_job = 0;
 };
 
 struct DispatchContext {
@@ -68,6 +73,15 @@ Failure release_session(DispatchContext& context);
 
 // Requests that go to the session's wait lane instead of the device lane.
 bool is_wait_call(const Request& request);
+
+// A Batch that ends with a Job_Submit and then a Job_Wait of job 0 (that submit's job) runs
+// in two parts: the batch on the device lane, then the wait on the wait lane, so that the
+// session's other calls (a Job_Cancel of that job) need not wait behind the wait.
+// Takes the wait off the batch; nullopt, leaving the request as it is, for any other request.
+std::optional<JobWait::In> take_trailing_wait(Request& request);
+// The job the batch's submit made, when every call of the batch succeeded; the batch is then
+// answered by the wait's own response.
+std::optional<WireHandle> submitted_job(const Outcome& batch);
 Call call_of(const Request& request);
 // The call whose scheduling rules apply: a Batch ending with a Job_Submit is a submit.
 Call scheduled_as(const Request& request);

@@ -314,35 +314,26 @@ void Session::on_request(Frame& frame) {
     return;
   }
   outstanding_.insert(id);
+  std::optional<JobWait::In> then_wait = take_trailing_wait(*decoded);
   auto request = std::make_shared<Request>(std::move(*decoded));
   // The work item hands its reference on to the io thread, so that the session is never
   // destroyed on a lane thread while the io thread uses it.
-  auto work = [self = shared_from_this(), id, request]() mutable {
-    DispatchContext context;
-    context.api = self->shared_.api;
-    context.host = &self->shared_.host;
-    context.objects = &self->objects_;
-    context.calbin_roots = &self->shared_.calbin_roots;
-    context.control = self->control_;
-    context.session_id = self->session_id_;
-    if (is_wait_call(*request)) {
-      context.on_device_lane = [lane =
-                                    &self->shared_.device_lane](const std::function<void()>& fn) {
-        (void)lane->run_here(fn, kWaitLaneFetchBound);
-      };
-    }
+  auto work = [self = shared_from_this(), id, request, then_wait = std::move(then_wait)]() mutable {
+    DispatchContext context = self->dispatch_context(is_wait_call(*request));
     Outcome outcome = dispatch(context, *request);
+    if (then_wait) {
+      const std::optional<WireHandle> job = submitted_job(outcome);
+      self->objects_.batch_job = job ? job->id : 0;
+      if (job) {
+        then_wait->job = *job;
+        wait_after(std::move(self), id, std::move(*then_wait));
+        return;
+      }
+    }
     deliver(std::move(self), id, std::move(outcome));
   };
   if (is_wait_call(*request)) {
-    if (!wait_lane_) wait_lane_ = std::make_unique<Lane>("wait");
-    wait_lane_->post([self = shared_from_this(), work = std::move(work)]() mutable {
-      work();
-      // A finished wait may have been the last job in flight.
-      if (self->shared_.quiet.has_waiting()) {
-        self->shared_.device_lane.post([self] { poll_quiet_point(self); });
-      }
-    });
+    post_wait(std::move(work));
   } else {
     // Bounded per session: a flood is answered BUSY at once instead of growing the daemon.
     if (device_queue_.size() >= kMaxQueuedRequests ||
@@ -368,6 +359,51 @@ void Session::on_request(Frame& frame) {
                    is_short_call(scheduled)});
     post_next_device_work();
   }
+}
+
+DispatchContext Session::dispatch_context(bool on_wait_lane) {
+  DispatchContext context;
+  context.api = shared_.api;
+  context.host = &shared_.host;
+  context.objects = &objects_;
+  context.calbin_roots = &shared_.calbin_roots;
+  context.control = control_;
+  context.session_id = session_id_;
+  if (on_wait_lane) {
+    context.on_device_lane = [lane = &shared_.device_lane](const std::function<void()>& fn) {
+      (void)lane->run_here(fn, kWaitLaneFetchBound);
+    };
+  }
+  return context;
+}
+
+void Session::post_wait(std::function<void()> work) {
+  if (!wait_lane_) wait_lane_ = std::make_unique<Lane>("wait");
+  wait_lane_->post([self = shared_from_this(), work = std::move(work)]() mutable {
+    work();
+    // A finished wait may have been the last job in flight.
+    if (self->shared_.quiet.has_waiting()) {
+      self->shared_.device_lane.post([self] { poll_quiet_point(self); });
+    }
+  });
+}
+
+void Session::wait_after(std::shared_ptr<Session> self, uint32_t request_id, JobWait::In wait) {
+  asio::io_context& io = self->shared_.io;
+  asio::post(io, [self = std::move(self), request_id, wait = std::move(wait)]() mutable {
+    // The batch's part is done: the session's next device call need not wait for the job.
+    if (self->on_device_lane_ == request_id) {
+      self->on_device_lane_.reset();
+      self->post_next_device_work();
+    }
+    // A closed session's cleanup owns the wait lane now, and cancels the job.
+    if (self->phase_ == Phase::closed) return;
+    self->post_wait([self, request_id, wait = std::move(wait)]() mutable {
+      DispatchContext context = self->dispatch_context(true);
+      Outcome outcome = dispatch(context, Request{Tagged<JobWait>{std::move(wait)}});
+      deliver(std::move(self), request_id, std::move(outcome));
+    });
+  });
 }
 
 void Session::post_next_device_work() {

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "abi/calrt_ext.hpp"
@@ -70,6 +72,16 @@ StepRecord step(calrt_test::PrefillSession& s, int32_t token) {
   return record;
 }
 
+// Another session faults the shared device with a job of its own (a DMA error), unknown to
+// the sessions whose client still believes the device takes writes.
+void fault_with_a_job(calrt_test::PrefillSession& other) {
+  calrt::DeviceFaults::of(other.device)
+      .set_plan("seed: 1\nfaults:\n  - kind: dma_h2d\n    during: prefill\n    at_op: 1\n");
+  calrt::Job failing = other.submit();
+  EXPECT_THROW(failing.wait(10s), calrt::Error);  // the job's DMA_ERROR
+  ASSERT_EQ(failing.status().state, calrt::JobState::failed);
+}
+
 std::vector<StepRecord> run_steps(const calrt::Api& api) {
   calrt_test::PrefillSession s(api, CALRT_TEST_CALBIN);
   std::vector<StepRecord> records;
@@ -116,22 +128,19 @@ TEST_F(HeldCallsTest, AHeldCallRefusedByTheDaemonFailsTheSubmitNamingIt) {
   start();
   calrt_test::PrefillSession held(api_, CALRT_TEST_CALBIN);
   ASSERT_EQ(step(held, 5).state, calrt::JobState::completed);
-  // Another session faults the shared device with its own job.
   calrt_test::PrefillSession other(api_, CALRT_TEST_CALBIN);
-  calrt::DeviceFaults::of(other.device)
-      .set_plan("seed: 1\nfaults:\n  - kind: dma_h2d\n    during: prefill\n    at_op: 1\n");
-  calrt::Job failing = other.submit();
-  EXPECT_THROW(failing.wait(10s), calrt::Error);  // the job's DMA_ERROR
-  ASSERT_EQ(failing.status().state, calrt::JobState::failed);
+  fault_with_a_job(other);
 
   // The client still believes the device takes writes: the CSR write is held, and answered.
   held.input.set_csr(0, 1);
   try {
+    // The submit repeats the step's: held as well, so the refusal surfaces at the wait.
     calrt::Job job = held.submit();
-    FAIL() << "a submit on a FAULTED device was accepted";
+    (void)job.wait(10s);
+    FAIL() << "a job on a FAULTED device ran";
   } catch (const calrt::Error& e) {
     EXPECT_EQ(e.code(), CALRT_WRONG_STATE) << e.what();
-    EXPECT_NE(std::string(e.what()).find("Buffer_SetCsr, held by the client until Job_Submit"),
+    EXPECT_NE(std::string(e.what()).find("Buffer_SetCsr, held by the client until Job_Wait"),
               std::string::npos)
         << e.what();
   }
@@ -144,6 +153,64 @@ TEST_F(HeldCallsTest, AHeldCallRefusedByTheDaemonFailsTheSubmitNamingIt) {
     EXPECT_EQ(e.code(), CALRT_WRONG_STATE) << e.what();
     EXPECT_EQ(std::string(e.what()).find("held"), std::string::npos) << e.what();
   }
+}
+
+// A submit that repeats the last one the daemon accepted is held too, and sent with the job's
+// wait. Refused there (another session faulted the device meanwhile), its job is FAILED with
+// the refusal's code: the wait reports it, naming the held submit, and so does Job_Status.
+TEST_F(HeldCallsTest, AHeldSubmitRefusedByTheDaemonFailsItsJobAtTheWait) {
+  start();
+  calrt_test::PrefillSession held(api_, CALRT_TEST_CALBIN);
+  ASSERT_EQ(step(held, 5).state, calrt::JobState::completed);
+  calrt_test::PrefillSession other(api_, CALRT_TEST_CALBIN);
+  fault_with_a_job(other);
+  ASSERT_EQ(held.device.status().state, calrt::DeviceState::faulted);
+
+  calrt::Job job = held.submit();  // held: in process it would be refused here
+  try {
+    (void)job.wait(10s);
+    FAIL() << "a held submit on a FAULTED device ran";
+  } catch (const calrt::Error& e) {
+    EXPECT_EQ(e.code(), CALRT_WRONG_STATE) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Job_Submit, held by the client until Job_Wait, failed"),
+              std::string::npos)
+        << e.what();
+  }
+  const calrt::JobStatus status = job.status();
+  EXPECT_EQ(status.state, calrt::JobState::failed);
+  EXPECT_EQ(status.code, CALRT_WRONG_STATE) << status.message;
+  EXPECT_NO_THROW(job.cancel());  // a final job: nothing to cancel
+  // The client has heard the refusal: the next submit goes to the daemon, as in process.
+  try {
+    calrt::Job next = held.submit();
+    FAIL() << "a submit on a FAULTED device was accepted";
+  } catch (const calrt::Error& e) {
+    EXPECT_EQ(e.code(), CALRT_WRONG_STATE) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("held"), std::string::npos) << e.what();
+  }
+}
+
+// While a held submit and its wait are on the wire, the client does not know the job's daemon
+// id yet. Another thread's Job_Status and Job_Cancel of that job must still reach it (as job
+// 0, the daemon's name for the batch's job), and the daemon must serve them while the wait
+// blocks: the cancel ends the wait.
+TEST_F(HeldCallsTest, CancelReachesAHeldJobWhileItIsWaitedOn) {
+  start();
+  calrt_test::PrefillSession s(api_, CALRT_TEST_CALBIN, "clock=paced");
+  calrt::DeviceFaults::of(s.device).set_plan(
+      "seed: 1\nfaults:\n  - kind: job_hang\n    during: prefill\n    at_job: 2\n");
+  ASSERT_EQ(step(s, 5).state, calrt::JobState::completed);
+  calrt::Job job = s.submit();  // held: the same submit as the step's
+  auto waiter = std::async(std::launch::async, [&] { return job.wait(20s); });
+  std::this_thread::sleep_for(200ms);  // the batch with the wait is on the wire
+  ASSERT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "the hung job's wait ended";
+  const calrt::JobState before = job.status().state;
+  EXPECT_TRUE(before == calrt::JobState::running || before == calrt::JobState::submitted)
+      << static_cast<int>(before);
+  job.cancel();
+  ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready) << "the cancel did not end the wait";
+  EXPECT_EQ(waiter.get(), calrt::WaitResult::ready);
+  EXPECT_EQ(job.status().state, calrt::JobState::cancelled);
 }
 
 }  // namespace

@@ -611,7 +611,16 @@ TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
   refused(batch_of({svc::encode_request_payload<svc::Batch>(batch_of({}))}), "cannot be batched");
   refused(batch_of({svc::encode_request_payload<svc::JobSubmit>(submit),
                     svc::encode_request_payload<svc::BufferSetCsr>(set_csr)}),
-          "Job_Submit last");
+          "then Job_Submit");
+  // A wait rides only behind the batch's submit, and names that submit's job as job 0.
+  svc::JobWait::In wait;
+  refused(batch_of({svc::encode_request_payload<svc::BufferSetCsr>(set_csr),
+                    svc::encode_request_payload<svc::JobWait>(wait)}),
+          "calls[1]: Job_Wait cannot be batched");
+  wait.job.id = 5;
+  refused(batch_of({svc::encode_request_payload<svc::JobSubmit>(submit),
+                    svc::encode_request_payload<svc::JobWait>(wait)}),
+          "calls[0]: Job_Submit cannot be batched");
   refused(batch_of({svc::encode_request_payload<svc::BufferSetCsr>(set_csr), {0xff, 0xff}}),
           "calls[1]: request: unknown call");
   refused(batch_of(std::vector<std::vector<uint8_t>>(
@@ -628,6 +637,21 @@ TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
   ASSERT_TRUE(first) << first.error();
   EXPECT_EQ(first->code, static_cast<uint32_t>(CALRT_INVALID_HANDLE)) << first->message;
   EXPECT_NE(first->message.find("778"), std::string::npos) << first->message;
+
+  // A submit that fails stops the batch before its wait: the answer is the batch's, its
+  // response the submit's refusal. No job was made: job 0 then names nothing.
+  wait.job.id = 0;
+  auto unsent =
+      client.call<svc::Batch>(batch_of({svc::encode_request_payload<svc::JobSubmit>(submit),
+                                        svc::encode_request_payload<svc::JobWait>(wait)}));
+  ASSERT_EQ(unsent.code, 0u) << unsent.message;
+  EXPECT_EQ(unsent.out.ran, 1u);
+  auto refused_submit = svc::decode_response_payload<svc::JobSubmit>(unsent.out.response);
+  ASSERT_TRUE(refused_submit) << refused_submit.error();
+  EXPECT_EQ(refused_submit->code, static_cast<uint32_t>(CALRT_INVALID_HANDLE))
+      << refused_submit->message;
+  auto no_job = client.call<svc::JobCancel>(svc::JobCancel::In{});
+  EXPECT_EQ(no_job.code, static_cast<uint32_t>(CALRT_INVALID_HANDLE)) << no_job.message;
   expect_alive();
 }
 
