@@ -177,9 +177,12 @@ struct DeviceCreate {
   };
   struct Out {
     WireHandle device;
+    // The device's CalrtClockMode; 0 when its runtime has no clock extension. Protocol
+    // major 5: the client holds submits only on a virtual clock ("Held submits").
+    uint32_t clock_mode = 0;
     template <class V>
     void visit(V& v) {
-      v("device", device);
+      v("device", device), v("clock_mode", clock_mode);
     }
   };
 };

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "abi/calrt_ext.h"
+
 namespace simdev::service::client {
 namespace {
 
@@ -124,9 +126,8 @@ std::string default_endpoint() {
   return store.endpoint;
 }
 
-Expected<std::pair<std::shared_ptr<Connection>, uint64_t>> attach(const ServiceConfig& config,
-                                                                  uint32_t kind, uint32_t index,
-                                                                  uint64_t timeout_ns, bool retry) {
+Expected<Attached> attach(const ServiceConfig& config, uint32_t kind, uint32_t index,
+                          uint64_t timeout_ns, bool retry) {
   ConnectOptions options;
   options.endpoint = config.endpoint;
   options.connect_timeout = config.connect_timeout;
@@ -147,7 +148,8 @@ Expected<std::pair<std::shared_ptr<Connection>, uint64_t>> attach(const ServiceC
     (*connection)->close();
     return tl::unexpected(ok.error());
   }
-  return std::make_pair(std::move(*connection), response->out.device.id);
+  return Attached{std::move(*connection), response->out.device.id,
+                  response->out.clock_mode == CALRT_CLOCK_VIRTUAL};
 }
 
 Expected<std::shared_ptr<ClientDevice>> resolve_device(const void* handle, const char* what) {

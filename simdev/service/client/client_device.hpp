@@ -88,6 +88,9 @@ struct ClientDevice {
   ServiceConfig config;
   std::shared_ptr<Connection> connection;
   uint64_t wire = 0;  // the daemon's device handle for this session
+  // Device time moves only while the host waits: a submit held until its wait starts the
+  // job at the same device time (held_calls.hpp). On a paced clock it would start later.
+  bool virtual_clock = false;
   ObjectTable<ClientCalbin> calbins;
   ObjectTable<ClientBuffer> buffers;
   ObjectTable<ClientJob> jobs;
@@ -117,10 +120,14 @@ struct ClientDevice {
 };
 
 // Opens a connection and attaches a session: Device_Create with the daemon's part of the
-// config. On success the connection and the daemon's device handle.
-Expected<std::pair<std::shared_ptr<Connection>, uint64_t>> attach(const ServiceConfig& config,
-                                                                  uint32_t kind, uint32_t index,
-                                                                  uint64_t timeout_ns, bool retry);
+// config. On success the connection, the daemon's device handle and its clock.
+struct Attached {
+  std::shared_ptr<Connection> connection;
+  uint64_t wire = 0;
+  bool virtual_clock = false;
+};
+Expected<Attached> attach(const ServiceConfig& config, uint32_t kind, uint32_t index,
+                          uint64_t timeout_ns, bool retry);
 
 // One call over a connection: the daemon's answer (its code may be an error), or a fault of
 // the transport (DEVICE_LOST) or of a malformed answer (INTERNAL).

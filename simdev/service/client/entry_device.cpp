@@ -76,7 +76,7 @@ Status reconnect(ClientDevice& device, Calrt_Device_Reset_Args* args) {
     if (!attached) {
       return fail(attached.error().code, "Device_Reset: " + attached.error().message);
     }
-    auto& [connection, wire] = *attached;
+    auto& [connection, wire, virtual_clock] = *attached;
     std::vector<std::pair<LocalId, std::string>> paths;
     {
       std::lock_guard lock(device.mutex);
@@ -99,6 +99,7 @@ Status reconnect(ClientDevice& device, Calrt_Device_Reset_Args* args) {
       old = std::move(device.connection);
       device.connection = connection;
       device.wire = wire;
+      device.virtual_clock = virtual_clock;
       // The lost session's buffers, jobs and KV handles died with it.
       device.buffers.clear();
       device.jobs.clear();
@@ -137,8 +138,9 @@ CalrtError* device_create(Calrt_Device_Create_Args* args) {
         device->kind = kind;
         device->index = args->index;
         device->config = std::move(*config);
-        device->connection = attached->first;
-        device->wire = attached->second;
+        device->connection = attached->connection;
+        device->wire = attached->wire;
+        device->virtual_clock = attached->virtual_clock;
         uint32_t slot = 0;
         const auto id = register_device(device, &slot);
         if (!id) {

@@ -142,7 +142,7 @@ bool may_hold(ClientDevice& device) {
 }
 
 bool may_hold_submit(ClientDevice& device, const std::vector<uint8_t>& request) {
-  return may_hold(device) && device.held.known_submit == request;
+  return device.virtual_clock && may_hold(device) && device.held.known_submit == request;
 }
 
 void hold_submit(ClientDevice& device, std::vector<uint8_t> request,

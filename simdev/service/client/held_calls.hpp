@@ -9,10 +9,10 @@
 // there (only another session's reset or fault can make it) fails the call it was sent with,
 // naming it.
 //
-// A Job_Submit is held the same way when it repeats, byte for byte, the client's last submit
-// that the daemon accepted, and nothing since could change the answer. The job is then in
-// the client's table with no daemon handle yet; its Job_Wait sends the held calls, the submit
-// and the wait in one Batch (one round trip per decode step), and any other call sends them
+// On a virtual clock, a Job_Submit is held the same way when it repeats, byte for byte, the
+// client's last submit that the daemon accepted, and nothing since could change the answer. The job
+// is then in the client's table with no daemon handle yet; its Job_Wait sends the held calls, the
+// submit and the wait in one Batch (one round trip per decode step), and any other call sends them
 // first. A held submit that fails there makes the job FAILED with the failure's code.
 #pragma once
 

@@ -75,6 +75,12 @@ Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out&
   c.objects->attached = true;
   c.host->join(c.objects);
   out.device.id = c.objects->handles.add(HandleKind::device, *device);
+  if (auto clock = extension<CalrtClockExtension>(c, CALRT_EXT_CLOCK,
+                                                  CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock")) {
+    auto args = make_args<Calrt_Clock_Get_Args>();
+    args.device = *device;
+    if (call(c, (*clock)->Clock_Get(&args)).ok()) out.clock_mode = get_enum(args.mode);
+  }
   return {};
 }
 
