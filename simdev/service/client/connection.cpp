@@ -340,6 +340,10 @@ Status Connection::send_frame(MessageType type, uint32_t request_id,
                               std::span<const uint8_t> payload) {
   const std::vector<uint8_t> frame = encode_frame(type, request_id, payload);
   std::lock_guard lock(send_mutex_);
+  // Closed after this caller's check of closed_: the number may name another file by now.
+  if (fd_ < 0) {
+    return fail(CALRT_DEVICE_LOST, "the device was closed");
+  }
   size_t sent = 0;
   while (sent < frame.size()) {
     const ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
@@ -540,6 +544,10 @@ void Connection::close() {
       cv_.wait_for(lock, liveness_);
     }
   }
+  // Under the send lock: a sender that passed its closed_ check before close() began must not
+  // send on the number after it is closed (and perhaps reused by another open). A send
+  // blocked on a full socket ended at the shutdown above.
+  std::lock_guard send_lock(send_mutex_);
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
