@@ -1,6 +1,7 @@
 // `simdev`: the simulated device's own tool. main only parses arguments and dispatches.
 // Exit codes, as calrt's: 0 done, 1 the work failed, 2 usage or bad input. Logs and errors go
 // to stderr; stdout carries only what scripts read (the preset list, serve's listening lines).
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -67,6 +68,13 @@ int run_serve(const simdev::service::server::ServerOptions& options, const std::
   auto logger = spdlog::stderr_color_mt("simdev-serve");
   logger->set_level(spdlog::level::from_str(log_level));
   spdlog::set_default_logger(logger);
+  // A decode step's answer carries its output row (303872 B for the reference model), made on
+  // the device lane and freed on the io thread. glibc serves the first such block by mmap,
+  // then raises its thresholds and trims the lane's heap as the blocks are freed: 250 page
+  // faults per step (benchmarks/README.md, "Held submits"). Fixed thresholds keep them in the
+  // heaps; the daemon keeps at most 32 MiB per heap unreturned.
+  mallopt(M_MMAP_THRESHOLD, 8 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
   return simdev::service::server::run_server(options);
 }
 

@@ -81,6 +81,7 @@ Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out&
     args.device = *device;
     if (call(c, (*clock)->Clock_Get(&args)).ok()) out.clock_mode = get_enum(args.mode);
   }
+  c.objects->virtual_clock = out.clock_mode == CALRT_CLOCK_VIRTUAL;
   return {};
 }
 
@@ -479,8 +480,9 @@ void fetch_outputs(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   }
 }
 
-// Runs on the session's wait lane: it reads the handle table (which locks itself) and the
-// simulator, never the session's device-lane state (preempted_by concerns cancelled jobs,
+// Runs on the session's wait lane (or on the device lane, at the end of a batch): it reads
+// the handle table (which locks itself) and the simulator, never the session's device-lane
+// state (preempted_by concerns cancelled jobs,
 // whose status is not sent along).
 template <>
 Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {

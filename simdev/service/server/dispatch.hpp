@@ -36,6 +36,8 @@ struct SessionObjects {
   // Until that batch's answer the client does not know the job's id, so Job_Status,
   // Job_Cancel and Job_Destroy name it as job 0 (PROTOCOL.md, "Held buffer calls").
   uint64_t batch_job = 0;
+  // The device's clock is virtual, so a batch may end with a Job_Wait (take_trailing_wait).
+  bool virtual_clock = false;
 };
 
 struct DispatchContext {
@@ -52,8 +54,8 @@ struct DispatchContext {
   // Running a Batch's calls: the client reads their answers for the code only (it holds a
   // held map's bytes already), so Buffer_Map copies no bytes into its answer.
   bool in_batch = false;
-  // Runs a callable exclusive of the device lane (set for calls run on a wait lane, which
-  // must not touch the session's objects otherwise).
+  // Runs a callable exclusive of the device lane: directly on the device lane itself; a call
+  // run on a wait lane must not touch the session's objects otherwise.
   std::function<void(const std::function<void()>&)> on_device_lane;
 };
 
@@ -75,10 +77,15 @@ Failure release_session(DispatchContext& context);
 bool is_wait_call(const Request& request);
 
 // A Batch that ends with a Job_Submit and then a Job_Wait of job 0 (that submit's job) runs
-// in two parts: the batch on the device lane, then the wait on the wait lane, so that the
-// session's other calls (a Job_Cancel of that job) need not wait behind the wait.
+// the wait on the device lane, right after the batch: only on a virtual clock, where a wait
+// never sleeps (it runs the device's events under the device's lock, whichever thread
+// calls it), so another call of the session could not have run beside it anyway. On any
+// other clock the wait would hold the lane while the job runs: such a batch is refused whole.
 // Takes the wait off the batch; nullopt, leaving the request as it is, for any other request.
 std::optional<JobWait::In> take_trailing_wait(Request& request);
+inline constexpr const char* kTrailingWaitNeedsVirtualClock =
+    "Batch: a trailing Job_Wait needs a device on a virtual clock (Device_Create's clock_mode "
+    "1); on this one it would hold the device lane while the job runs";
 // The job the batch's submit made, when every call of the batch succeeded; the batch is then
 // answered by the wait's own response.
 std::optional<WireHandle> submitted_job(const Outcome& batch);

@@ -319,6 +319,11 @@ void Session::on_request(Frame& frame) {
   // The work item hands its reference on to the io thread, so that the session is never
   // destroyed on a lane thread while the io thread uses it.
   auto work = [self = shared_from_this(), id, request, then_wait = std::move(then_wait)]() mutable {
+    if (then_wait && !self->objects_.virtual_clock) {
+      deliver(std::move(self), id,
+              refused_outcome(*request, CALRT_INVALID_ARGUMENT, kTrailingWaitNeedsVirtualClock));
+      return;
+    }
     DispatchContext context = self->dispatch_context(is_wait_call(*request));
     Outcome outcome = dispatch(context, *request);
     if (then_wait) {
@@ -326,8 +331,7 @@ void Session::on_request(Frame& frame) {
       self->objects_.batch_job = job ? job->id : 0;
       if (job) {
         then_wait->job = *job;
-        wait_after(std::move(self), id, std::move(*then_wait));
-        return;
+        outcome = dispatch(context, Request{Tagged<JobWait>{std::move(*then_wait)}});
       }
     }
     deliver(std::move(self), id, std::move(outcome));
@@ -373,6 +377,8 @@ DispatchContext Session::dispatch_context(bool on_wait_lane) {
     context.on_device_lane = [lane = &shared_.device_lane](const std::function<void()>& fn) {
       (void)lane->run_here(fn, kWaitLaneFetchBound);
     };
+  } else {
+    context.on_device_lane = [](const std::function<void()>& fn) { fn(); };
   }
   return context;
 }
@@ -385,24 +391,6 @@ void Session::post_wait(std::function<void()> work) {
     if (self->shared_.quiet.has_waiting()) {
       self->shared_.device_lane.post([self] { poll_quiet_point(self); });
     }
-  });
-}
-
-void Session::wait_after(std::shared_ptr<Session> self, uint32_t request_id, JobWait::In wait) {
-  asio::io_context& io = self->shared_.io;
-  asio::post(io, [self = std::move(self), request_id, wait = std::move(wait)]() mutable {
-    // The batch's part is done: the session's next device call need not wait for the job.
-    if (self->on_device_lane_ == request_id) {
-      self->on_device_lane_.reset();
-      self->post_next_device_work();
-    }
-    // A closed session's cleanup owns the wait lane now, and cancels the job.
-    if (self->phase_ == Phase::closed) return;
-    self->post_wait([self, request_id, wait = std::move(wait)]() mutable {
-      DispatchContext context = self->dispatch_context(true);
-      Outcome outcome = dispatch(context, Request{Tagged<JobWait>{std::move(wait)}});
-      deliver(std::move(self), request_id, std::move(outcome));
-    });
   });
 }
 

@@ -102,9 +102,6 @@ class Session : public std::enable_shared_from_this<Session> {
   DispatchContext dispatch_context(bool on_wait_lane);
   // On the io thread: runs `work` on the session's wait lane (made on the first wait).
   void post_wait(std::function<void()> work);
-  // A batch that submitted a job and asked to wait for it: releases the device lane to the
-  // session's next call, then waits on the wait lane; the wait's answer is the batch's.
-  static void wait_after(std::shared_ptr<Session> self, uint32_t request_id, JobWait::In wait);
   // Device-lane work of this session goes to the lane one item at a time: the next is posted
   // when the one before has answered. Each session then has at most one item in the lane's
   // FIFO, so sessions take turns however many requests one of them pipelines.

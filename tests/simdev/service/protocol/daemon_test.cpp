@@ -655,6 +655,29 @@ TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
   expect_alive();
 }
 
+// On a paced clock a trailing wait would hold the device lane, shared by every session,
+// while the job runs: such a batch is refused whole, its held calls unrun.
+TEST_F(DaemonTest, ABatchEndingInAWaitNeedsAVirtualClock) {
+  start({"--device-config", "clock=paced"});
+  RawClient client = connect();
+  client.handshake();
+  client.attach();
+  svc::JobDestroy::In destroy;
+  destroy.handle.id = 778;  // no such job: its refusal would show had the batch run
+  svc::JobSubmit::In submit;
+  submit.calbin.id = 779;
+  svc::Batch::In batch;
+  batch.calls = {svc::HeldCall{svc::encode_request_payload<svc::JobDestroy>(destroy)},
+                 svc::HeldCall{svc::encode_request_payload<svc::JobSubmit>(submit)},
+                 svc::HeldCall{svc::encode_request_payload<svc::JobWait>(svc::JobWait::In{})}};
+  auto answer = client.call<svc::Batch>(batch);
+  EXPECT_EQ(answer.code, static_cast<uint32_t>(CALRT_INVALID_ARGUMENT)) << answer.message;
+  EXPECT_NE(answer.message.find("needs a device on a virtual clock"), std::string::npos)
+      << answer.message;
+  EXPECT_EQ(answer.out.ran, 0u);
+  expect_alive();
+}
+
 TEST_F(DaemonTest, SharedDeviceRefusesAnotherConfig) {
   start({"--device-config", "dram_mib=2048"});
   RawClient a = connect();
