@@ -1,6 +1,7 @@
 // A real daemon with the tiny calbin: a calbin, a buffer and its mapping across the wire
 // (the write-back lands in the daemon's mapping, a wrong size is refused naming the sizes),
-// and a client that vanishes without releasing anything leaves a fresh device behind.
+// a batched submit answered by its wait with the job's output, and a client that vanishes
+// without releasing anything leaves a fresh device behind.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -45,15 +46,17 @@ class Client {
   }
   ~Client() { ::close(fd_); }
 
-  template <class C>
-  svc::Response<C> call(const typename C::In& in) {
+  // `Answer`: the call that answers, when it is not the one sent (a Batch ending with a
+  // Job_Wait is answered by that wait).
+  template <class C, class Answer = C>
+  svc::Response<Answer> call(const typename C::In& in) {
     const uint32_t id = next_id_++;
     send(svc::encode_frame(svc::MessageType::request, id, svc::encode_request_payload<C>(in)));
     auto frame = next();
     if (frame.header.type != svc::MessageType::response || frame.header.request_id != id) {
       throw std::runtime_error("unexpected frame");
     }
-    auto response = svc::decode_response_payload<C>(frame.payload);
+    auto response = svc::decode_response_payload<Answer>(frame.payload);
     if (!response) throw std::runtime_error(response.error());
     return *response;
   }
@@ -193,6 +196,83 @@ TEST(DaemonCalbin, MapWriteBackAndCleanupOnDisconnect) {
     if (!fresh) std::this_thread::sleep_for(20ms);
   }
   EXPECT_TRUE(fresh);
+  fs::remove_all(dir);
+}
+
+// A Batch of a submit and its Job_Wait of job 0 (PROTOCOL.md, "Held submits") is answered by
+// the wait itself: the job's id, its final status, and the output tensor asked for, the same
+// bytes that a Buffer_Map of the output returns afterwards.
+TEST(DaemonCalbin, ABatchedSubmitIsAnsweredByItsWaitWithTheOutput) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("svc-proto-batch-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  calrt_test::DaemonProcess daemon(dir);
+  Client a(daemon.socket());
+  const uint64_t device = attach(a);
+  auto ok = [](const auto& response, const char* what) {
+    if (response.code != 0) throw std::runtime_error(std::string(what) + ": " + response.message);
+    return response.out;
+  };
+  svc::CalbinCreate::In create;
+  create.device.id = device;
+  create.path = CALRT_TEST_CALBIN;
+  const uint64_t calbin = ok(a.call<svc::CalbinCreate>(create), "Calbin_Create").calbin.id;
+  ok(a.call<svc::CalbinConfigure>(svc::CalbinConfigure::In{{calbin}}), "Calbin_Configure");
+  svc::CalbinGetModel::In model_in;
+  model_in.calbin.id = calbin;
+  const svc::CalbinGetModel::Out model = ok(a.call<svc::CalbinGetModel>(model_in), "GetModel");
+  ASSERT_EQ(model.type, static_cast<uint32_t>(CALRT_MODEL_PREFILL)) << model.name;
+  auto buffer = [&](uint32_t direction) {
+    svc::BufferCreate::In in;
+    in.calbin.id = calbin;
+    in.model_name = model.name;
+    in.direction = direction;
+    return ok(a.call<svc::BufferCreate>(in), "Buffer_Create").buffer.id;
+  };
+  const uint64_t input = buffer(CALRT_INPUT);
+  const uint64_t output = buffer(CALRT_OUTPUT);
+  svc::KvAllocate::In kv_in;
+  kv_in.calbin.id = calbin;
+  kv_in.capacity_tokens = 64;
+  svc::KvApply::In apply;
+  apply.kv = ok(a.call<svc::KvAllocate>(kv_in), "Kv_Allocate").kv;
+  apply.input.id = input;
+  ok(a.call<svc::KvApply>(apply), "Kv_Apply");
+  svc::BufferSetCsr::In csr;  // the tiny prefill's CSR 0 is cur_seq_len, CSR 1 the past's
+  csr.buffer.id = input;
+  csr.value = 1;
+  ok(a.call<svc::BufferSetCsr>(csr), "Buffer_SetCsr");
+
+  svc::JobSubmit::In submit;
+  submit.calbin.id = calbin;
+  submit.model_name = model.name;
+  submit.input.id = input;
+  submit.output.id = output;
+  svc::JobWait::In wait;  // job 0: the batch's submit
+  wait.timeout_ns = 10'000'000'000;
+  wait.output.id = output;
+  wait.fetch = {svc::TensorIndex{0}};
+  svc::Batch::In batch;
+  batch.calls = {svc::HeldCall{svc::encode_request_payload<svc::JobSubmit>(submit)},
+                 svc::HeldCall{svc::encode_request_payload<svc::JobWait>(wait)}};
+  const svc::JobWait::Out waited = ok(a.call<svc::Batch, svc::JobWait>(batch), "the batch");
+  EXPECT_EQ(waited.result, static_cast<uint32_t>(CALRT_WAIT_READY));
+  EXPECT_EQ(waited.state, static_cast<uint32_t>(CALRT_JOB_COMPLETED));
+  ASSERT_EQ(waited.status.size(), 1u);
+  EXPECT_EQ(waited.status[0].state, static_cast<uint32_t>(CALRT_JOB_COMPLETED));
+  ASSERT_EQ(waited.outputs.size(), 1u) << "the output did not come with the wait";
+  EXPECT_EQ(waited.outputs[0].index, 0u);
+
+  // The id names the job; the bytes are the output's.
+  const svc::JobStatusOut status =
+      ok(a.call<svc::JobStatus>(svc::OneHandle{waited.job}), "Job_Status");
+  EXPECT_EQ(status.state, static_cast<uint32_t>(CALRT_JOB_COMPLETED));
+  EXPECT_EQ(status.end_time_ns, waited.status[0].end_time_ns);
+  svc::BufferMap::In map;
+  map.buffer.id = output;
+  const svc::BufferMap::Out mapped = ok(a.call<svc::BufferMap>(map), "Buffer_Map");
+  EXPECT_EQ(waited.outputs[0].data, mapped.data);
+  EXPECT_FALSE(mapped.data.empty());
   fs::remove_all(dir);
 }
 
