@@ -386,7 +386,10 @@ DispatchContext Session::dispatch_context(bool on_wait_lane) {
 void Session::post_wait(std::function<void()> work) {
   if (!wait_lane_) wait_lane_ = std::make_unique<Lane>("wait");
   wait_lane_->post([self = shared_from_this(), work = std::move(work)]() mutable {
-    work();
+    {
+      std::shared_lock in_runtime(self->shared_.waits_in_runtime);
+      work();
+    }
     // A finished wait may have been the last job in flight.
     if (self->shared_.quiet.has_waiting()) {
       self->shared_.device_lane.post([self] { poll_quiet_point(self); });
@@ -401,7 +404,10 @@ void Session::post_next_device_work() {
   device_queue_bytes_ -= next.bytes;
   on_device_lane_ = next.request_id;
   // Still "on the lane" when run here: the session's next request waits for its answer.
-  if (next.short_call && shared_.device_lane.run_here_if_idle(next.run)) return;
+  if (next.short_call) {
+    std::unique_lock no_wait_in_runtime(shared_.waits_in_runtime, std::try_to_lock);
+    if (no_wait_in_runtime.owns_lock() && shared_.device_lane.run_here_if_idle(next.run)) return;
+  }
   shared_.device_lane.post(std::move(next.run));
 }
 

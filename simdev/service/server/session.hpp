@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct ServerShared {
   std::optional<TokenDigest> token{};                 // of --token-file
   // Device lane only.
   QuietPointQueue quiet{[this] { return !host.running(); }};
+  // Held shared by each wait lane while its Job_Wait is in the runtime, where it may hold the
+  // device for as long as jobs compute (on a virtual clock, every job queued before its own).
+  // The io thread runs a short call itself only when it can take this exclusively, without
+  // waiting: otherwise the call could block the io thread on the device, and every session's
+  // reads, answers and keepalives with it.
+  std::shared_mutex waits_in_runtime{};
 };
 
 class Session : public std::enable_shared_from_this<Session> {

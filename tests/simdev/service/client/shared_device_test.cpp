@@ -4,20 +4,29 @@
 // token. The device runs the virtual clock: a job stays in flight until its owner waits, so
 // the order of events is fixed by the test, not by timing.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "abi/calrt_ext.hpp"
+#include "simdev/service/protocol.hpp"
 #include "tests/simdev/service/client/daemon_client_test.hpp"
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -36,6 +45,95 @@ class SharedDeviceTest : public calrt_test::DaemonClientTest {
     }
   }
 };
+
+// How long a new connection to `socket` waits for the daemon's welcome: the io thread's work
+// alone, no device call. Throws past `bound`.
+std::chrono::milliseconds welcome_time(const fs::path& socket, std::chrono::milliseconds bound) {
+  namespace svc = simdev::service;
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot connect to " + socket.string());
+  }
+  svc::Hello hello;
+  hello.client_name = "welcome-timer";
+  const auto frame = svc::encode_frame(svc::MessageType::hello, 0, svc::encode_payload(hello));
+  const bool sent =
+      ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size());
+  uint8_t header[svc::kHeaderBytes];
+  size_t got = 0;
+  pollfd pfd{fd, POLLIN, 0};
+  while (sent && got < sizeof header && ::poll(&pfd, 1, static_cast<int>(bound.count())) == 1) {
+    const ssize_t n = ::recv(fd, header + got, sizeof header - got, 0);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  const auto decoded = svc::decode_header(header);
+  if (got < sizeof header || !decoded || decoded->type != svc::MessageType::welcome) {
+    throw std::runtime_error("no welcome within " + std::to_string(bound.count()) + " ms");
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+// On a virtual clock a Job_Wait computes every job queued before its own, holding the device
+// for that long. Another session's short call arriving meanwhile must not run on the daemon's
+// io thread (where a short call on an idle device lane runs): it would block there on the
+// device, and with it every session's reads, answers and keepalives, past clients' liveness
+// bound for a large model. A new connection's welcome, io-thread work only, measures it.
+TEST_F(SharedDeviceTest, AWaitComputingLeavesTheIoThreadFree) {
+  constexpr int kQueuedJobs = 60;
+  start();
+  calrt_test::PrefillSession first(api_, CALRT_TEST_CALBIN);
+  struct Slot {
+    calrt::Calbin calbin;
+    calrt::Buffer input, output;
+    calrt::Kv kv;
+  };
+  std::vector<Slot> slots;
+  std::vector<calrt::Job> jobs;
+  // Full prefill chunks, each of its own calbin (one job in flight per calbin in sync mode),
+  // queued on the virtual clock until a wait runs them.
+  for (int i = 0; i < kQueuedJobs; ++i) {
+    Slot& slot = slots.emplace_back();
+    slot.calbin = calrt::Calbin::create(first.device, CALRT_TEST_CALBIN);
+    slot.calbin.configure();
+    for (const calrt::ModelDesc& m : slot.calbin.models()) {
+      if (m.name != first.model) continue;
+      slot.input = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::input);
+      slot.output = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::output);
+      slot.kv = calrt::Kv::allocate(slot.calbin, 256);
+      slot.kv.apply(slot.input);
+      for (uint32_t c = 0; c < m.csrs.size(); ++c) {
+        slot.input.set_csr(c, m.csrs[c].name == "cur_seq_len" ? 256 : 0);
+      }
+    }
+  }
+  // Submitted after every configure: a configure waits for a device with no job in flight.
+  for (Slot& slot : slots) {
+    jobs.push_back(calrt::Job::submit(slot.calbin, first.model, slot.input, slot.output));
+  }
+  calrt::Device other = calrt::Device::create(api_, calrt::DeviceKind::sim, 0, "");
+  const auto waited_from = std::chrono::steady_clock::now();
+  auto waiter = std::async(std::launch::async, [&] { return jobs.back().wait(60s); });
+  std::this_thread::sleep_for(50ms);  // the wait is computing
+  auto status = std::async(std::launch::async, [&] { return other.status(); });
+  std::this_thread::sleep_for(50ms);  // the status call has reached the daemon
+  const std::chrono::milliseconds welcome = welcome_time(daemon_->socket(), 60s);
+  ASSERT_EQ(waiter.get(), calrt::WaitResult::ready);
+  const auto computed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - waited_from);
+  EXPECT_NO_THROW(status.get());
+  std::printf("wait computed %lld ms; welcome after %lld ms\n",
+              static_cast<long long>(computed.count()), static_cast<long long>(welcome.count()));
+  ASSERT_GE(computed, 300ms) << "too short a computation to tell";
+  EXPECT_LT(welcome, computed / 4);
+}
 
 TEST_F(SharedDeviceTest, AResetByAnotherSessionPreemptsItsJobs) {
   start();
