@@ -4,6 +4,7 @@
 // device lane, so it needs no lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,8 +57,14 @@ class DeviceHost {
   // Whether a job is in flight on the device; false when there is no device or its status
   // cannot be read (the request that asked then meets the error itself).
   bool running() const;
+  // Whether the device runs the virtual clock, where an ordinary call runs no device events
+  // (only a Job_Wait or a host spend does); on a paced clock every call first runs the events
+  // due, a job's computation among them. Set at each Device_Create; read by the io thread.
+  void set_virtual_clock(bool virtual_clock) { virtual_clock_.store(virtual_clock); }
+  bool virtual_clock() const { return virtual_clock_.load(); }
 
  private:
+  std::atomic<bool> virtual_clock_{false};
   const CalrtApi* api_;
   ConfigEntries daemon_config_;
   CalrtDevice* device_ = nullptr;

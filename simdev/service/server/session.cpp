@@ -315,6 +315,7 @@ void Session::on_request(Frame& frame) {
   }
   outstanding_.insert(id);
   std::optional<JobWait::In> then_wait = take_trailing_wait(*decoded);
+  const bool then_wait_taken = then_wait.has_value();
   auto request = std::make_shared<Request>(std::move(*decoded));
   // The work item hands its reference on to the io thread, so that the session is never
   // destroyed on a lane thread while the io thread uses it.
@@ -360,7 +361,8 @@ void Session::on_request(Frame& frame) {
                    [self = shared_from_this(), call = scheduled, work = std::move(work)]() mutable {
                      self->run_on_device_lane(call, std::move(work));
                    },
-                   is_short_call(scheduled)});
+                   // A trailing wait computes the batch's job, and every job queued before it.
+                   is_short_call(scheduled) && !then_wait_taken});
     post_next_device_work();
   }
 }
@@ -404,7 +406,7 @@ void Session::post_next_device_work() {
   device_queue_bytes_ -= next.bytes;
   on_device_lane_ = next.request_id;
   // Still "on the lane" when run here: the session's next request waits for its answer.
-  if (next.short_call) {
+  if (next.short_call && shared_.host.virtual_clock()) {
     std::unique_lock no_wait_in_runtime(shared_.waits_in_runtime, std::try_to_lock);
     if (no_wait_in_runtime.owns_lock() && shared_.device_lane.run_here_if_idle(next.run)) return;
   }

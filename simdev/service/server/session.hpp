@@ -63,9 +63,10 @@ struct ServerShared {
   QuietPointQueue quiet{[this] { return !host.running(); }};
   // Held shared by each wait lane while its Job_Wait is in the runtime, where it may hold the
   // device for as long as jobs compute (on a virtual clock, every job queued before its own).
-  // The io thread runs a short call itself only when it can take this exclusively, without
-  // waiting: otherwise the call could block the io thread on the device, and every session's
-  // reads, answers and keepalives with it.
+  // The io thread runs a short call itself only on a virtual clock (DeviceHost::virtual_clock)
+  // and when it can take this exclusively, without waiting: otherwise the call could block the
+  // io thread on the device, or compute there, and every session's reads, answers and
+  // keepalives would stop with it.
   std::shared_mutex waits_in_runtime{};
 };
 

@@ -81,58 +81,111 @@ std::chrono::milliseconds welcome_time(const fs::path& socket, std::chrono::mill
                                                                start);
 }
 
-// On a virtual clock a Job_Wait computes every job queued before its own, holding the device
-// for that long. Another session's short call arriving meanwhile must not run on the daemon's
-// io thread (where a short call on an idle device lane runs): it would block there on the
-// device, and with it every session's reads, answers and keepalives, past clients' liveness
-// bound for a large model. A new connection's welcome, io-thread work only, measures it.
-TEST_F(SharedDeviceTest, AWaitComputingLeavesTheIoThreadFree) {
-  constexpr int kQueuedJobs = 60;
-  start();
-  calrt_test::PrefillSession first(api_, CALRT_TEST_CALBIN);
+// Jobs queued on the shared device's virtual clock by a session that never waits: full
+// prefill chunks, each of its own calbin (sync mode allows one job in flight per calbin), all
+// configured before the first submit (a configure waits for a device with no job in flight).
+class QueuedJobs {
+ public:
+  QueuedJobs(const calrt::Api& api, const std::string& model, int count) {
+    device_ = calrt::Device::create(api, calrt::DeviceKind::sim, 0, "");
+    for (int i = 0; i < count; ++i) {
+      Slot& slot = slots_.emplace_back();
+      slot.calbin = calrt::Calbin::create(device_, CALRT_TEST_CALBIN);
+      slot.calbin.configure();
+      for (const calrt::ModelDesc& m : slot.calbin.models()) {
+        if (m.name != model) continue;
+        slot.input = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::input);
+        slot.output = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::output);
+        slot.kv = calrt::Kv::allocate(slot.calbin, 256);
+        slot.kv.apply(slot.input);
+        for (uint32_t c = 0; c < m.csrs.size(); ++c) {
+          slot.input.set_csr(c, m.csrs[c].name == "cur_seq_len" ? 256 : 0);
+        }
+      }
+    }
+    for (Slot& slot : slots_) {
+      jobs_.push_back(calrt::Job::submit(slot.calbin, model, slot.input, slot.output));
+    }
+  }
+
+ private:
   struct Slot {
     calrt::Calbin calbin;
     calrt::Buffer input, output;
     calrt::Kv kv;
   };
-  std::vector<Slot> slots;
-  std::vector<calrt::Job> jobs;
-  // Full prefill chunks, each of its own calbin (one job in flight per calbin in sync mode),
-  // queued on the virtual clock until a wait runs them.
-  for (int i = 0; i < kQueuedJobs; ++i) {
-    Slot& slot = slots.emplace_back();
-    slot.calbin = calrt::Calbin::create(first.device, CALRT_TEST_CALBIN);
-    slot.calbin.configure();
-    for (const calrt::ModelDesc& m : slot.calbin.models()) {
-      if (m.name != first.model) continue;
-      slot.input = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::input);
-      slot.output = calrt::Buffer::create(slot.calbin, m.name, calrt::Direction::output);
-      slot.kv = calrt::Kv::allocate(slot.calbin, 256);
-      slot.kv.apply(slot.input);
-      for (uint32_t c = 0; c < m.csrs.size(); ++c) {
-        slot.input.set_csr(c, m.csrs[c].name == "cur_seq_len" ? 256 : 0);
-      }
-    }
-  }
-  // Submitted after every configure: a configure waits for a device with no job in flight.
-  for (Slot& slot : slots) {
-    jobs.push_back(calrt::Job::submit(slot.calbin, first.model, slot.input, slot.output));
-  }
-  calrt::Device other = calrt::Device::create(api_, calrt::DeviceKind::sim, 0, "");
+  calrt::Device device_;  // first: destroyed last
+  std::vector<Slot> slots_;
+  std::vector<calrt::Job> jobs_;
+};
+
+// On a virtual clock a Job_Wait computes every job queued before its own, holding the device
+// for that long. Neither that computation nor a short call of another session arriving
+// meanwhile may run on the daemon's io thread (where a short call on an idle device lane
+// runs): every session's reads, answers and keepalives would stop with it, past clients'
+// liveness bound for a large model. A new connection's welcome, io-thread work alone,
+// measures it while `job`'s wait computes.
+void expect_io_thread_free_while_waiting(calrt::Job& job, const fs::path& socket,
+                                         const calrt::Api& api) {
+  calrt::Device other = calrt::Device::create(api, calrt::DeviceKind::sim, 0, "");
   const auto waited_from = std::chrono::steady_clock::now();
-  auto waiter = std::async(std::launch::async, [&] { return jobs.back().wait(60s); });
+  auto waiter = std::async(std::launch::async, [&] { return job.wait(60s); });
   std::this_thread::sleep_for(50ms);  // the wait is computing
   auto status = std::async(std::launch::async, [&] { return other.status(); });
   std::this_thread::sleep_for(50ms);  // the status call has reached the daemon
-  const std::chrono::milliseconds welcome = welcome_time(daemon_->socket(), 60s);
+  const std::chrono::milliseconds welcome = welcome_time(socket, 60s);
   ASSERT_EQ(waiter.get(), calrt::WaitResult::ready);
   const auto computed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - waited_from);
   EXPECT_NO_THROW(status.get());
+  EXPECT_EQ(job.status().state, calrt::JobState::completed) << job.status().message;
   std::printf("wait computed %lld ms; welcome after %lld ms\n",
               static_cast<long long>(computed.count()), static_cast<long long>(welcome.count()));
   ASSERT_GE(computed, 300ms) << "too short a computation to tell";
   EXPECT_LT(welcome, computed / 4);
+}
+
+constexpr int kQueuedJobs = 60;
+
+TEST_F(SharedDeviceTest, AWaitComputingLeavesTheIoThreadFree) {
+  start();
+  calrt_test::PrefillSession stepper(api_, CALRT_TEST_CALBIN);
+  QueuedJobs queued(api_, stepper.model, kQueuedJobs);
+  calrt::Job job = stepper.submit();  // its first: sent at once, its wait on the wait lane
+  expect_io_thread_free_while_waiting(job, daemon_->socket(), api_);
+}
+
+// On a paced clock every call first runs the device's due events, whoever makes it: a short
+// call must not run on the io thread there either. The jobs queued here all fall due at once
+// (each waits a second of device time before its input DMA), so the first call after that
+// computes them all.
+TEST_F(SharedDeviceTest, APacedCatchUpLeavesTheIoThreadFree) {
+  start({"--device-config", "clock=paced;submit_overhead_ns=1000000000"});
+  calrt_test::PrefillSession stepper(api_, CALRT_TEST_CALBIN);
+  QueuedJobs queued(api_, stepper.model, kQueuedJobs);
+  std::this_thread::sleep_for(1200ms);
+  const auto called_from = std::chrono::steady_clock::now();
+  auto status = std::async(std::launch::async, [&] { return stepper.device.status(); });
+  std::this_thread::sleep_for(50ms);  // the status call is catching the device up
+  const std::chrono::milliseconds welcome = welcome_time(daemon_->socket(), 60s);
+  EXPECT_NO_THROW(status.get());
+  const auto computed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - called_from);
+  std::printf("catch-up computed %lld ms; welcome after %lld ms\n",
+              static_cast<long long>(computed.count()), static_cast<long long>(welcome.count()));
+  ASSERT_GE(computed, 300ms) << "too short a computation to tell";
+  EXPECT_LT(welcome, computed / 4);
+}
+
+// The same for a held submit, sent with its wait in one Batch ("Held submits"): that wait runs
+// on the device lane, and the batch must not count as a short call.
+TEST_F(SharedDeviceTest, AHeldSubmitsWaitComputingLeavesTheIoThreadFree) {
+  start();
+  calrt_test::PrefillSession stepper(api_, CALRT_TEST_CALBIN);
+  ASSERT_EQ(stepper.submit().wait(10s), calrt::WaitResult::ready);
+  QueuedJobs queued(api_, stepper.model, kQueuedJobs);
+  calrt::Job job = stepper.submit();  // repeats the last: held until its wait
+  expect_io_thread_free_while_waiting(job, daemon_->socket(), api_);
 }
 
 TEST_F(SharedDeviceTest, AResetByAnotherSessionPreemptsItsJobs) {
