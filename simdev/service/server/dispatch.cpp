@@ -483,8 +483,7 @@ void fetch_outputs(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
 
 // Runs on the session's wait lane (or on the device lane, at the end of a batch): it reads
 // the handle table (which locks itself) and the simulator, never the session's device-lane
-// state (preempted_by concerns cancelled jobs,
-// whose status is not sent along).
+// state (preempted_by concerns cancelled jobs, whose status is not sent along).
 template <>
 Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
   SIMDEV_GET(job, CalrtJob, HandleKind::job, in.job, "job");
