@@ -70,9 +70,9 @@ int run_serve(const simdev::service::server::ServerOptions& options, const std::
   spdlog::set_default_logger(logger);
   // A decode step's answer carries its output row (303872 B for the reference model), made on
   // the device lane and freed on the io thread. glibc serves the first such block by mmap,
-  // then raises its thresholds and trims the lane's heap as the blocks are freed: 250 page
-  // faults per step (benchmarks/README.md, "Held submits"). Fixed thresholds keep them in the
-  // heaps; the daemon keeps at most 32 MiB per heap unreturned.
+  // then raises its thresholds and trims the lane's heap as the blocks are freed: 245 page
+  // faults per step (benchmarks/README.md, "The batch's wait on the device lane"). Fixed
+  // thresholds keep them in the heaps; the daemon keeps at most 32 MiB per heap unreturned.
   mallopt(M_MMAP_THRESHOLD, 8 << 20);
   mallopt(M_TRIM_THRESHOLD, 32 << 20);
   return simdev::service::server::run_server(options);

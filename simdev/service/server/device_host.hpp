@@ -59,7 +59,9 @@ class DeviceHost {
   bool running() const;
   // Whether the device runs the virtual clock, where an ordinary call runs no device events
   // (only a Job_Wait or a host spend does); on a paced clock every call first runs the events
-  // due, a job's computation among them. Set at each Device_Create; read by the io thread.
+  // due, a job's computation among them. It decides where calls may run: short calls on the
+  // io thread, a batch's trailing wait on the device lane. Set at each Device_Create (the
+  // device is shared, so every session sees the same clock); read by the io thread too.
   void set_virtual_clock(bool virtual_clock) { virtual_clock_.store(virtual_clock); }
   bool virtual_clock() const { return virtual_clock_.load(); }
 

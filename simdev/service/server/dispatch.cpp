@@ -81,8 +81,7 @@ Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out&
     args.device = *device;
     if (call(c, (*clock)->Clock_Get(&args)).ok()) out.clock_mode = get_enum(args.mode);
   }
-  c.objects->virtual_clock = out.clock_mode == CALRT_CLOCK_VIRTUAL;
-  c.host->set_virtual_clock(c.objects->virtual_clock);
+  c.host->set_virtual_clock(out.clock_mode == CALRT_CLOCK_VIRTUAL);
   return {};
 }
 

@@ -36,8 +36,6 @@ struct SessionObjects {
   // Until that batch's answer the client does not know the job's id, so Job_Status,
   // Job_Cancel and Job_Destroy name it as job 0 (PROTOCOL.md, "Held buffer calls").
   uint64_t batch_job = 0;
-  // The device's clock is virtual, so a batch may end with a Job_Wait (take_trailing_wait).
-  bool virtual_clock = false;
 };
 
 struct DispatchContext {

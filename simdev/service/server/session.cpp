@@ -320,7 +320,7 @@ void Session::on_request(Frame& frame) {
   // The work item hands its reference on to the io thread, so that the session is never
   // destroyed on a lane thread while the io thread uses it.
   auto work = [self = shared_from_this(), id, request, then_wait = std::move(then_wait)]() mutable {
-    if (then_wait && !self->objects_.virtual_clock) {
+    if (then_wait && !self->shared_.host.virtual_clock()) {
       deliver(std::move(self), id,
               refused_outcome(*request, CALRT_INVALID_ARGUMENT, kTrailingWaitNeedsVirtualClock));
       return;
