@@ -3,6 +3,8 @@
 
 Usage: numpy_reference.py CALBIN_DIR [--max-prompt N] [--cases NAMES] [--tolerance T]
                           [--router-margin M]
+       numpy_reference.py CALBIN_DIR --write-golden OUT_DIR [--perturb NAME]
+                          [--max-prompt N] [--cases NAMES]
 
 The script reads only the calbin's own files: manifest.json (verifying every listed file's
 size and SHA-256), the weight files (reassembling each tensor from its shards, dequantising
@@ -126,6 +128,31 @@ Near-ties are rare: none in the short cases of seeds 1..16 (the smallest gap 1.3
 So the search for another routing is proved by the negative controls moe-other-routing (a
 golden routed the other way at a decision within the margin: passes, naming the choice) and
 moe-other-routing-far (the same, outside the margin: fails).
+
+Writing a golden set (--write-golden)
+-------------------------------------
+With --write-golden OUT_DIR the script checks nothing: it writes the golden set a reference
+team would bring, computed by this float64 model and cast to float32 when written, for the
+prompts of the calbin's own golden cases (same names, tokens, prompt_len, decode_steps and
+long_case; --cases and --max-prompt select them as for the check). Each case's greedy chain
+is its own: greedy[0] is the argmax of its prefill logits, decode step s feeds greedy[s] at
+position L + s and greedy[s + 1] is the argmax of that row; top_ids and top_logits are each
+row's top_k (the calbin golden's top_k) by the written float32 values, a tie to the lower id;
+decode_logits are the full rows. It is a schema-1 set (calbin/FORMAT.md): FP32 logits only,
+no contract rows, so `calrt smoke CALBIN --golden OUT_DIR` computes those from the calbin's
+weights. A mixture of experts takes the float64 routing. The arrays are written first and
+golden.json last. Each case's line gives the prefill row's max |difference| from the calbin's
+own golden (for a clean set, about the tolerance's calibration above) and how many of its
+greedy tokens agree.
+
+--perturb NAME makes the written set what a reference with one real defect would produce
+(numpy_golden_smoke.py checks that the smoke fails each on a correct device):
+
+    q_norm_ignored   the q head norm's weight taken as 1 (the norm itself still applied)
+    attn_scale       attention scores not divided by sqrt(head_dim)
+    rope_direction   RoPE rotating q and k by -angle
+    swiglu_swapped   silu(up) * gate in place of silu(gate) * up
+    logits_scaled    the final logits multiplied by 1.02
 """
 import argparse
 import collections
@@ -147,6 +174,18 @@ ROUTER_MARGIN = 1e-4
 MAX_ROUTINGS = 16
 
 EXIT_OK, EXIT_MISMATCH, EXIT_INPUT = 0, 1, 2
+
+# --write-golden --perturb: the defects a reference (or a device) could have; see "Writing a
+# golden set" in the docstring.
+PERTURBATIONS = (
+    "q_norm_ignored",
+    "attn_scale",
+    "rope_direction",
+    "swiglu_swapped",
+    "logits_scaled",
+)
+LOGITS_SCALE = 1.02
+WRITTEN_REFERENCE = "numpy float64 reference (tests/simdev/gen/numpy_reference.py)"
 MAX_FAILURES_SHOWN = 20
 
 # Element types this reader accepts for weights (FORMAT.md, dtype): bits per element.
@@ -533,7 +572,8 @@ def read_golden(calbin, manifest, llm):
         N = get(case, "decode_steps", cw, int)
         if L < 1 or L + N > llm["context"]:
             raise InputError(f"{cw}.prompt_len: {L} + {N} steps outside [1, context]")
-        arrays = {"name": name, "prompt_len": L, "decode_steps": N, "top_k": K}
+        arrays = {"name": name, "prompt_len": L, "decode_steps": N, "top_k": K,
+                  "long_case": bool(case.get("long_case", False))}
         needs = {
             "tokens": ("<i4", [L]),
             "prefill_logits": ("<f4", [V]),
@@ -623,11 +663,15 @@ class Routing:
 
 
 class Model:
-    def __init__(self, llm, weights, router_margin):
+    def __init__(self, llm, weights, router_margin, perturb=None):
         self.llm, self.w, self.router_margin = llm, weights, router_margin
+        # One of PERTURBATIONS (--write-golden --perturb) or None: the model as MODEL.md says.
+        self.perturb = perturb
         D = llm["head_dim"]
         # NeoX RoPE: pair (i, i + D/2) turns by position * theta^(-2i/D), i < D/2.
         self.inv_freq = llm["rope_theta"] ** (-2.0 * np.arange(D // 2) / D)
+        if perturb == "rope_direction":
+            self.inv_freq = -self.inv_freq
 
     def rope(self, x, positions):
         """x [T, heads, D] rotated per token; rotate_half convention (x1, x2) -> (-x2, x1)."""
@@ -643,8 +687,10 @@ class Model:
 
     def mlp(self, h, prefix):
         w = self.w
-        gated = silu(h @ w[prefix + "gate_proj"].T) * (h @ w[prefix + "up_proj"].T)
-        return gated @ w[prefix + "down_proj"].T
+        gate, up = h @ w[prefix + "gate_proj"].T, h @ w[prefix + "up_proj"].T
+        if self.perturb == "swiglu_swapped":
+            gate, up = up, gate
+        return (silu(gate) * up) @ w[prefix + "down_proj"].T
 
     def moe(self, h, layer, positions, routing):
         """MODEL.md, "Mixture of experts": sum over the token's k experts of w_e * mlp_e(h)."""
@@ -680,6 +726,7 @@ class Model:
         Hq, Hkv, D, eps = llm["q_heads"], llm["kv_heads"], llm["head_dim"], llm["rms_eps"]
         T = len(tokens)
         end = past + T
+        scale = 1.0 if self.perturb == "attn_scale" else math.sqrt(D)
         # Token t sees slots [0, past + t]: mask[t, s] is True where s lies in its future.
         mask = np.arange(end)[None, :] > (past + np.arange(T))[:, None]
         x = w["tok_embeddings"][np.asarray(tokens)]
@@ -689,14 +736,17 @@ class Model:
             q = (h @ w[p + "attn.q_proj"].T).reshape(T, Hq, D)
             k = (h @ w[p + "attn.k_proj"].T).reshape(T, Hkv, D)
             v = (h @ w[p + "attn.v_proj"].T).reshape(T, Hkv, D)
-            q = self.rope(rmsnorm(q, w[p + "attn.q_norm"], eps), positions)
+            q_norm = w[p + "attn.q_norm"]
+            if self.perturb == "q_norm_ignored":
+                q_norm = np.ones_like(q_norm)
+            q = self.rope(rmsnorm(q, q_norm, eps), positions)
             k = self.rope(rmsnorm(k, w[p + "attn.k_norm"], eps), positions)
             cache["k"][layer, :, past:end] = k.transpose(1, 0, 2)
             cache["v"][layer, :, past:end] = v.transpose(1, 0, 2)
             # GQA: query head h reads KV head h // (Hq / Hkv); repeat gives exactly that order.
             keys = np.repeat(cache["k"][layer, :, :end], Hq // Hkv, axis=0)  # [Hq, S, D]
             values = np.repeat(cache["v"][layer, :, :end], Hq // Hkv, axis=0)
-            scores = q.transpose(1, 0, 2) @ keys.transpose(0, 2, 1) / math.sqrt(D)  # [Hq, T, S]
+            scores = q.transpose(1, 0, 2) @ keys.transpose(0, 2, 1) / scale  # [Hq, T, S]
             scores[:, mask] = -np.inf
             # Softmax shifted by the row maximum: same value, no overflow of exp.
             probs = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -708,10 +758,19 @@ class Model:
                 x = x + self.moe(h, layer, positions, routing)
             else:
                 x = x + self.mlp(h, p + "mlp.")
-        return rmsnorm(x[-1], w["final_norm"], eps) @ w["lm_head"].T
+        logits = rmsnorm(x[-1], w["final_norm"], eps) @ w["lm_head"].T
+        return logits * LOGITS_SCALE if self.perturb == "logits_scaled" else logits
 
-    def run(self, case, routing):
-        """Prefill logits [V] and decode logits [N, V] of one golden case, routed by `routing`."""
+    def run(self, case, routing, feed=None):
+        """Prefill logits [V] and decode logits [N, V] of one golden case, routed by `routing`.
+
+        Decode step s feeds feed(s, row before it) (the prefill row for s = 0); by default the
+        golden's greedy[s], which ignores the row."""
+        if feed is None:
+
+            def feed(s, _row):
+                return int(case["greedy"][s])
+
         L, N, chunk = case["prompt_len"], case["decode_steps"], self.llm["prefill_chunk"]
         tokens = case["tokens"].astype(np.int64)
         cache = self.new_cache(L + N)
@@ -722,7 +781,8 @@ class Model:
             prefill = self.step(tokens[start:stop], np.arange(start, stop), cache, start, routing)
         decode = np.zeros((N, self.llm["vocab"]))
         for s in range(N):
-            decode[s] = self.step([int(case["greedy"][s])], [L + s], cache, L + s, routing)
+            token = feed(s, decode[s - 1] if s else prefill)
+            decode[s] = self.step([token], [L + s], cache, L + s, routing)
         return prefill, decode
 
     def routings(self, case):
@@ -856,6 +916,86 @@ def check_case(model, case, tol):
     return first, float64, None
 
 
+# --- writing a golden set (--write-golden) --------------------------------------------------
+
+
+def ranked(row, k):
+    """The ids of the k largest values of `row` as written (float32), a tie to the lower id,
+    and those values: golden.hpp's top_ids and top_logits, its greedy for k = 1."""
+    written = row.astype(np.float32)
+    # -x is exact in float32, and the stable sort keeps the lower id first on a tie.
+    ids = np.argsort(-written, kind="stable")[:k]
+    return ids.astype(np.int32), written[ids]
+
+
+def generate_case(model, case):
+    """The case's prompt through the model with its own greedy chain: (prefill [V], decode
+    [N, V], greedy [N + 1]), float64 rows."""
+    greedy = []
+
+    def feed(s, row):
+        greedy.append(int(ranked(row, 1)[0][0]))
+        return greedy[s]
+
+    prefill, decode = model.run(case, Routing(), feed)
+    last = decode[-1] if case["decode_steps"] else prefill
+    greedy.append(int(ranked(last, 1)[0][0]))
+    return prefill, decode, np.asarray(greedy, np.int32)
+
+
+def save_npy(directory, name, array, dtype):
+    """np.save of a little-endian C-order array (FORMAT.md: .npy 1.0 as NumPy writes it)."""
+    np.save(directory / name, np.ascontiguousarray(array, dtype=dtype), allow_pickle=False)
+    return name
+
+
+def write_golden(model, cases, out_dir, top_k, perturb):
+    """Writes golden.json and its arrays into out_dir (see "Writing a golden set"); returns
+    the number of cases written. The index goes last and any old one first, so that an index
+    on disk never names an array of another run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index_path = out_dir / "golden.json"
+    index_path.unlink(missing_ok=True)
+    entries = []
+    for case in cases:
+        name, L, N = case["name"], case["prompt_len"], case["decode_steps"]
+        started = time.perf_counter()
+        prefill, decode, greedy = generate_case(model, case)
+        top = [ranked(row, top_k) for row in decode]
+        top_ids = np.asarray([ids for ids, _ in top], np.int32).reshape(N, top_k)
+        top_logits = np.asarray([values for _, values in top], np.float32).reshape(N, top_k)
+        entry = {"name": name, "prompt_len": L, "decode_steps": N, "long_case": case["long_case"]}
+        arrays = {
+            "tokens": (case["tokens"], "<i4"),
+            "prefill_logits": (prefill, "<f4"),
+            "greedy": (greedy, "<i4"),
+            "top_ids": (top_ids, "<i4"),
+            "top_logits": (top_logits, "<f4"),
+            "decode_logits": (decode.reshape(N, -1), "<f4"),
+        }
+        for key, (array, dtype) in arrays.items():
+            entry[key] = save_npy(out_dir, f"{name}.{key}.npy", array, dtype)
+        entries.append(entry)
+        # How far this set is from the calbin's own: the prefill row (same prompt) and the
+        # greedy chain (after a differing token the decode rows are of other inputs).
+        d_prefill = float(np.max(np.abs(prefill - case["prefill_logits"].astype(np.float64))))
+        same = int(np.sum(greedy == case["greedy"]))
+        print(
+            f"{name:<10} L={L:<5} N={N:<3} wrote; against the calbin's golden: prefill max|d| "
+            f"{d_prefill:.3e}, greedy {same}/{N + 1} equal  ({time.perf_counter() - started:.2f} s)"
+        )
+    reference = WRITTEN_REFERENCE + (f", perturbed: {perturb}" if perturb else "")
+    index = {
+        "schema": 1,
+        "vocab": model.llm["vocab"],
+        "top_k": top_k,
+        "reference": reference,
+        "cases": entries,
+    }
+    index_path.write_text(json.dumps(index, indent=1) + "\n")
+    return len(entries)
+
+
 # --- main -----------------------------------------------------------------------------------
 
 
@@ -882,7 +1022,22 @@ def parse_args(argv):
         help="MoE: a gap between the k-th and (k+1)-th router logits below this is a near-tie "
         f"whose routings are all tried (default {ROUTER_MARGIN:g}; 0 tries only float64's)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--write-golden",
+        type=pathlib.Path,
+        metavar="OUT_DIR",
+        help="check nothing: write this model's golden set for the calbin's golden prompts "
+        "into OUT_DIR (schema 1, no contract rows; see the docstring)",
+    )
+    parser.add_argument(
+        "--perturb",
+        choices=PERTURBATIONS,
+        help="with --write-golden: compute the set with this defect in the model",
+    )
+    args = parser.parse_args(argv)
+    if args.perturb and not args.write_golden:
+        parser.error("--perturb needs --write-golden")
+    return args
 
 
 def main(argv):
@@ -892,7 +1047,7 @@ def main(argv):
         manifest = read_manifest(args.calbin)
         blobs = read_files(args.calbin, manifest)
         llm = read_llm(manifest)
-        model = Model(llm, read_weights(manifest, blobs, llm), args.router_margin)
+        model = Model(llm, read_weights(manifest, blobs, llm), args.router_margin, args.perturb)
         cases = read_golden(args.calbin, manifest, llm)
         if args.cases:
             wanted = args.cases.split(",")
@@ -903,6 +1058,9 @@ def main(argv):
     except InputError as error:
         print(f"numpy_reference: error: {error}", file=sys.stderr)
         return EXIT_INPUT
+
+    if args.write_golden:
+        return main_write(args, model, cases, started)
 
     failures, checked = [], 0
     worst_prefill, worst_decode = (0.0, ""), (0.0, "")
@@ -954,6 +1112,30 @@ def main(argv):
             print(f"... and {len(failures) - MAX_FAILURES_SHOWN} more", file=sys.stderr)
         print(f"numpy_reference: {len(failures)} failed comparisons", file=sys.stderr)
         return EXIT_MISMATCH
+    return EXIT_OK
+
+
+def main_write(args, model, cases, started):
+    """--write-golden: the selected cases up to --max-prompt, written by write_golden."""
+    kept = []
+    for case in cases:
+        if case["prompt_len"] > args.max_prompt:
+            name, L = case["name"], case["prompt_len"]
+            print(f"{name:<10} L={L:<5} skipped (prompt_len > --max-prompt)")
+        else:
+            kept.append(case)
+    if not kept:
+        print("numpy_reference: error: no golden case left to write", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        written = write_golden(model, kept, args.write_golden, kept[0]["top_k"], args.perturb)
+    except OSError as error:
+        print(f"numpy_reference: error: {args.write_golden}: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    print(
+        f"wrote {written} cases to {args.write_golden} ({args.perturb or 'no perturbation'}) "
+        f"in {time.perf_counter() - started:.2f} s"
+    )
     return EXIT_OK
 
 
