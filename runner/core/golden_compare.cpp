@@ -182,7 +182,7 @@ double open_floor(double threshold, double reference, const Opening& o) {
 // and open by two; the mean gain stays within 6.2e-5 of the reference's, and opens by 5e-4.
 constexpr Opening kRelRms{1.1, 0.0, 0.1};
 constexpr Opening kMaxAbs{1.5, 0.0, 4.0};
-constexpr Opening kCosine{1.5, 0.0, 0.01};
+constexpr Opening kCosine{1.5, 0.0, 0.03};
 constexpr Opening kTopK{1.0, 0.1, 0.5};
 constexpr Opening kGainBias{1.0, 0.0005, 0.01};
 constexpr Opening kGreedy{1.0, 0.05, 0.3};
@@ -205,26 +205,6 @@ Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& r) {
   s.max_gain_bias = open_ceiling(t.max_gain_bias, r.gain_bias, kGainBias);
   s.min_greedy = open_floor(t.min_greedy, r.greedy, kGreedy);
   return s;
-}
-
-ContractMeanGate contract_mean_gate_for(const calbin::Manifest& manifest) {
-  bool mlp = false;
-  bool int8_mlp = false;
-  for (const calbin::WeightTensor& w : manifest.weights) {
-    if (w.role.starts_with("mlp_") || w.role.starts_with("moe_expert_")) {
-      mlp = true;
-      int8_mlp = int8_mlp || w.quant.scheme == "w8a8_dynamic";
-    }
-  }
-  if (mlp && !int8_mlp) {
-    return {kContractMeanUlpsBf16Mlp,
-            "the calbin's MLP takes BF16 activations (no w8a8_dynamic MLP weight)"};
-  }
-  return {kContractMeanUlpsInt8Mlp, "the calbin's MLP takes int8 activations"};
-}
-
-double contract_mean_gate(const Thresholds& t) {
-  return t.max_contract_mean_ulps.value_or(kContractMeanUlpsInt8Mlp);
 }
 
 std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
@@ -397,14 +377,9 @@ std::optional<std::span<const float>> contract_row(const calbin::GoldenCase& gol
   return std::span<const float>(golden.contract_logits).subspan(*at * width, width);
 }
 
-double probe_tolerance(size_t point) {
-  const auto p = static_cast<double>(point);
-  return 0.0005 * p * p;
-}
-
 std::optional<size_t> first_divergent_point(const std::vector<double>& mean_errors) {
   for (size_t p = 0; p < mean_errors.size(); ++p) {
-    if (!(mean_errors[p] <= probe_tolerance(p))) return p;
+    if (!(mean_errors[p] == 0.0)) return p;
   }
   return std::nullopt;
 }
@@ -428,23 +403,28 @@ std::vector<double> ProbeSummary::mean_errors() const {
   return means;
 }
 
-std::string ProbeSummary::describe() const {
+std::string ProbeSummary::describe(bool logits_differ) const {
   if (rows == 0) {
     return "layer probes unavailable: " + (unavailable.empty() ? "none compared" : unavailable);
   }
   const std::vector<double> means = mean_errors();
   if (const auto first = first_divergent_point(means)) {
     return fmt::format(
-        "first divergence from the contract: {} (mean relative error {:.4f} over {} rows, "
-        "tolerance {:.4f}; {:.4f} before it)",
-        probe_point_name(*first), means[*first], rows, probe_tolerance(*first),
-        *first == 0 ? 0.0 : means[*first - 1]);
+        "first difference from the contract: {} (mean relative error {:.3g} over {} rows; "
+        "equal before it)",
+        probe_point_name(*first), means[*first], rows);
+  }
+  if (logits_differ) {
+    return fmt::format(
+        "the residual stream equals the contract after every layer ({} rows): the difference "
+        "comes after the last layer (final norm, lm_head, logits output)",
+        rows);
   }
   return fmt::format(
-      "the residual stream agrees with the contract after every layer (mean relative error at "
-      "most {:.4f} over {} rows): the divergence comes after the last layer (final norm, "
-      "lm_head, logits output)",
-      *std::max_element(means.begin(), means.end()), rows);
+      "the device equals the contract at every layer and in every logit ({} rows): it computes "
+      "its declared numerics exactly, so an FP32 gate's failure is the numerics' own accuracy "
+      "at this shape, not a device defect",
+      rows);
 }
 
 std::string probe_point_name(size_t point) {

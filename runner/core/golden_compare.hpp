@@ -75,11 +75,10 @@ std::optional<std::span<const float>> contract_row(const calbin::GoldenCase& gol
                                                    size_t width);
 
 // Layer probes (CALRT_EXT_PROBE) against the contract reference's: the relative error
-// ||device - contract|| / ||contract|| at each point, and where a run's mean error first
-// exceeds its point's tolerance. The FP32-order noise grows faster than linearly with depth
-// (clean means 0, 5e-5, 2e-4, 5e-4, 1.8e-3 at the tiny model's five points), so the
-// tolerance of point p is 0.0005 p^2 (runner/README.md, "First divergent layer").
-double probe_tolerance(size_t point);
+// ||device - contract|| / ||contract|| at each point, and the first point where any row
+// differs. A correct device equals the contract at every point (calbin/MODEL.md), so the
+// first difference is the layer where the defect enters, at any depth (runner/README.md,
+// "First divergent layer").
 double relative_error(std::span<const float> device, std::span<const float> contract);
 std::optional<size_t> first_divergent_point(const std::vector<double>& mean_errors);
 // "embedding", "layer 0 attention", "layer 0 MLP", ... (abi/calrt_ext.h, CALRT_EXT_PROBE).
@@ -94,8 +93,9 @@ struct ProbeSummary {
   void add(const std::vector<double>& errors);
   void merge(const ProbeSummary& other);
   std::vector<double> mean_errors() const;
-  // One sentence: the first point beyond its tolerance, or that every layer agrees.
-  std::string describe() const;
+  // One sentence: the first point that differs, or that every layer equals the contract and
+  // what that means given whether the logits rows (`logits_differ`) did.
+  std::string describe(bool logits_differ) const;
 };
 
 // The logits of the prompt's last position against golden.prefill_logits.
@@ -141,22 +141,6 @@ struct Fp32Distance {
 // tighter than the gate's own threshold, and never past a ceiling: beyond it the declared
 // numerics themselves lose too much, and the run fails saying so.
 Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& reference);
-
-// The contract run-mean gate's default for a calbin (runner/README.md, "Calibration of the
-// numeric gates"). A correct device's run mean is FP32 order differences and the int8
-// activation roundings they flip; where the MLP takes BF16 activations (W4AF16 experts) only
-// attention's int8 matmuls flip, correct runs sit ten times closer to the contract, and the
-// attention-path defects (act_per_tensor, kv_truncated) move the mean by as little as 0.21:
-// under the int8-MLP gate, over the BF16-MLP one.
-struct ContractMeanGate {
-  double ulps = 0.0;
-  std::string basis;
-};
-inline constexpr double kContractMeanUlpsInt8Mlp = 0.25;
-inline constexpr double kContractMeanUlpsBf16Mlp = 0.1;
-ContractMeanGate contract_mean_gate_for(const calbin::Manifest& manifest);
-// The gate in force: the option, or the int8-MLP default where nothing chose one.
-double contract_mean_gate(const Thresholds& t);
 
 // One sentence per threshold the comparison misses; an argmax disagreement comes last, since
 // the smoke judges it as a rate and drops it from the per-comparison verdict. With the

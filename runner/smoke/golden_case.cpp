@@ -25,7 +25,10 @@ std::string join(const std::vector<std::string>& parts) {
 class CaseRunner {
  public:
   CaseRunner(Session& session, const calbin::GoldenCase& golden)
-      : s_(session), g_(golden), top_k_(session.inputs.golden.top_k) {
+      : s_(session),
+        g_(golden),
+        reference_(session.inputs.reference_case(golden)),
+        top_k_(session.inputs.golden.top_k) {
     r_.name = golden.name;
     r_.prompt_len = golden.prompt_len;
     r_.decode_steps = golden.decode_steps;
@@ -196,6 +199,7 @@ class CaseRunner {
 
   Session& s_;
   const calbin::GoldenCase& g_;
+  const calbin::GoldenCase& reference_;  // what the contract row is measured against
   const size_t top_k_;
   CaseResult r_;
   calrt::Kv kv_;
@@ -321,8 +325,8 @@ nlohmann::json comparison_json(const char* phase, uint32_t step, const Compariso
 void CaseRunner::compare_prefill(const std::vector<float>& logits) {
   const Comparison c = runner::compare_prefill(logits, g_, top_k_);
   std::optional<Comparison> reference;
-  if (const auto row = contract_row(g_, g_.prompt_len - 1, logits.size())) {
-    reference = runner::compare_prefill(*row, g_, top_k_);
+  if (const auto row = contract_row(reference_, reference_.prompt_len - 1, logits.size())) {
+    reference = runner::compare_prefill(*row, reference_, top_k_);
   }
   record(CasePhase::prefill, c, reference, 0);
 }
@@ -330,7 +334,7 @@ void CaseRunner::compare_prefill(const std::vector<float>& logits) {
 void CaseRunner::compare_decode(const DecodeRow& row, uint32_t step) {
   const Comparison c = runner::compare_decode(row, g_, step, top_k_);
   const std::optional<Comparison> reference =
-      compare_contract_decode(row, g_, g_.prompt_len + step, step, s_.info.vocab, top_k_);
+      compare_contract_decode(row, reference_, g_.prompt_len + step, step, s_.info.vocab, top_k_);
   record(CasePhase::decode, c, reference, step);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/golden_contract.hpp"
 #include "runner/core/junit.hpp"
 #include "runner/core/output_file.hpp"
 #include "runner/core/session.hpp"
@@ -110,20 +111,21 @@ std::vector<std::string> summary_lines(const nlohmann::json& m) {
   const auto& greedy = m["greedy_agreement"];
   const auto& free = m["free_running_agreement"];
   const auto& contract = m["contract"];
+  const std::string source = contract.value("source", std::string());
+  const bool have_rows = source.starts_with("the golden set") || source.starts_with("computed");
   const std::string contract_line =
       contract["available"].get<bool>()
           ? fmt::format(
                 "contract error max     {:.2f} BF16 ULPs {}, mean {:.4f} {} over {} rows "
-                "({} of {} logits differ)",
+                "({} of {} logits differ; contract rows: {})",
                 contract["value"].get<double>(), verdict(contract),
                 contract["mean"]["value"].get<double>(), verdict(contract["mean"]),
                 contract["rows"].get<uint64_t>(), contract["differing_logits"].get<uint64_t>(),
-                contract["logits"].get<uint64_t>())
-          : std::string(contract.value("in_golden", false)
-                            ? "contract error         not compared (no job's logits reached "
-                              "the comparison)"
-                            : "contract error         not available (the golden set has no "
-                              "device-contract rows)");
+                contract["logits"].get<uint64_t>(), source)
+      : have_rows ? std::string(
+                        "contract error         not compared (no job's logits reached "
+                        "the comparison)")
+                  : "contract error         not available: " + source;
   if (m["compared"].get<uint64_t>() == 0) {
     // Gates over nothing pass vacuously; saying "ok" would read as a measurement.
     return {contract_line,
@@ -234,14 +236,12 @@ int run_smoke(const SmokeOptions& requested) {
       return bad_input(options, report, inputs.error());
     }
     s.inputs = std::move(*inputs);
-    options.thresholds.routed_model = s.inputs.manifest.llm.experts > 0;
-    if (!options.thresholds.max_contract_mean_ulps) {
-      const ContractMeanGate gate = contract_mean_gate_for(s.inputs.manifest);
-      options.thresholds.max_contract_mean_ulps = gate.ulps;
-      options.thresholds.contract_mean_basis = gate.basis;
-    } else {
-      options.thresholds.contract_mean_basis = "--max-contract-mean-ulps";
+    auto contract = complete_contract_rows(options, s.inputs);
+    if (!contract) {
+      return bad_input(options, report, contract.error());
     }
+    s.inputs.contract_source = contract->description;
+    options.thresholds.routed_model = s.inputs.manifest.llm.experts > 0;
     try {
       s.api = open_runtime(s.device_spec);
     } catch (const std::exception& error) {  // LoadError, or a backend this build lacks

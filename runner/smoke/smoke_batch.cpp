@@ -190,7 +190,7 @@ class BatchRunner {
     }
     const Comparison c = compare_decode(output, g, step, top_k_);
     const std::optional<Comparison> reference =
-        compare_contract_decode(output, g, index, step, vocab, top_k_);
+        compare_contract_decode(output, s_.inputs.reference_case(g), index, step, vocab, top_k_);
     decode_.add(c.cosine, c.max_abs_error, c.top_k_overlap);
     decode_.add_bias(c.gain, c.rel_rms);
     const bool decisive = c.golden_margin > s_.options.thresholds.tie_margin;

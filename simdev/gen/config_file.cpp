@@ -245,7 +245,8 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       {"decode_top_k", &c.decode_top_k},
       {"tokenizer_context", &c.tokenizer_context},
   };
-  std::map<std::string, double*> reals = {{"rope_theta", &c.rope_theta}, {"rms_eps", &c.rms_eps}};
+  std::map<std::string, double*> reals = {
+      {"rope_theta", &c.rope_theta}, {"rms_eps", &c.rms_eps}, {"outlier_gain", &c.outlier_gain}};
   std::string name;
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
@@ -277,6 +278,13 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
         return calbin::fail(path.string(), key, shown + " is not bf16 or int8");
       }
       c.v_cache = *dtype;
+    } else if (key == "weight_init") {
+      const std::string v = value.IsScalar() ? value.Scalar() : "";
+      if (v != "gaussian" && v != "trained") {
+        return calbin::fail(path.string(), key, shown + " is not gaussian or trained");
+      }
+      c.weight_init =
+          v == "trained" ? ModelConfig::WeightInit::kTrained : ModelConfig::WeightInit::kGaussian;
     } else if (key == "quant") {
       if (auto ok = read_quant(path, value, c); !ok) return tl::unexpected(ok.error());
     } else if (const auto real = reals.find(key); real != reals.end()) {
@@ -286,7 +294,7 @@ calbin::Result<ModelConfig> read_yaml_config(const fs::path& path) {
       }
       *real->second = v;
     } else {
-      std::string known = "name, hf_config, v_cache, norm_topk_prob, quant";
+      std::string known = "name, hf_config, v_cache, norm_topk_prob, quant, weight_init";
       for (const auto& [k, _] : counts) known += ", " + k;
       for (const auto& [k, _] : reals) known += ", " + k;
       return calbin::fail(path.string(), key, "unknown key (known: " + known + ")");

@@ -79,6 +79,11 @@ const ProvenanceNote kInitNote{
     "matrices N(0,1/fan_in) int8 w8a8_dynamic; norms 1+N(0,0.1); embeddings N(0,1); "
     "lm_head N(0,9/H); MoE router N(0,4/H) bf16; normal = Irwin-Hall(12) over mt19937_64"};
 
+const char* const kTrainedInitNote =
+    "; weight_init trained: int8 matrices Student-t(4) at the same std; max(2, H/128) "
+    "hidden channels drawn from the seed: attn/ffn norm weights x outlier_gain there, the "
+    "columns of q/k/v/gate/up (and experts' gate/up) reading them / outlier_gain";
+
 }  // namespace
 
 calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
@@ -90,6 +95,7 @@ calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
   ProvenanceNote note = kInitNote;
   if (options.weights_dir.empty()) {
     weights = make_weights(config, options.seed);
+    if (config.weight_init == ModelConfig::WeightInit::kTrained) note.text += kTrainedInitNote;
   } else {
     auto checkpoint = SafetensorsDir::open(options.weights_dir);
     if (!checkpoint) return tl::unexpected(checkpoint.error());

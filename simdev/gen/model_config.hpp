@@ -54,6 +54,14 @@ struct ModelConfig {
   // The V-cache's element type: bf16, or int8 with one FP32 scale per slot and KV head (the
   // reference's S8 V-cache option; calbin/MODEL.md, "The device contract"). K stays BF16.
   calbin::Dtype v_cache = calbin::Dtype::kBf16;
+  // How seeded weights are drawn. kGaussian: every tensor Gaussian. kTrained: the statistics
+  // that dominate a trained LLM's W8A8 error (weights.cpp, "trained-like weights"): matrices
+  // heavy-tailed, and a few hidden channels whose activations stand two orders of magnitude
+  // above the rest.
+  enum class WeightInit { kGaussian, kTrained };
+  WeightInit weight_init = WeightInit::kGaussian;
+  // kTrained: how far the outlier channels stand above the others at the matmuls' inputs.
+  double outlier_gain = 10.0;
 };
 
 // Checks what the generator and MODEL.md rely on: non-zero sizes, every split dimension

@@ -58,8 +58,8 @@ class Chiplet {
   void moe(const LayerWeights& w, size_t rows, float* partial);
   void store_kv(size_t layer, const StepRows& step);
   void stage_kv(size_t layer, size_t slot_count);
-  float eps() const {
-    return mutant_ == NumericsMutant::rms_eps ? dims_.rms_eps * 1e4f : dims_.rms_eps;
+  double eps() const {
+    return mutant_ == NumericsMutant::rms_eps ? dims_.rms_eps * 1e4 : dims_.rms_eps;
   }
   // q and k after their head norm and RoPE.
   void norm_and_rope(float* head, const std::vector<float>& norm, bool ignore_norm,

@@ -7,15 +7,15 @@
 
 namespace simdev::kernels {
 
-void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, float eps) {
+void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, double eps) {
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * dim;
     double sum_squares = 0.0;
     for (size_t i = 0; i < dim; ++i) {
       sum_squares += static_cast<double>(row[i]) * row[i];
     }
-    const float inv = static_cast<float>(
-        1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + static_cast<double>(eps)));
+    const float inv =
+        static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(dim) + eps));
     float* dst = out + r * dim;
     for (size_t i = 0; i < dim; ++i) {
       dst[i] = row[i] * inv * weight[i];
@@ -104,14 +104,30 @@ void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, co
   }
 }
 
+float dot_f32(const float* x, const float* w, size_t count) {
+  // The lanes are independent sums, so the compiler vectorises the block loop without
+  // reassociating anything.
+  float lanes[kDotLanes] = {};
+  size_t i = 0;
+  for (; i + kDotLanes <= count; i += kDotLanes) {
+    for (size_t j = 0; j < kDotLanes; ++j) {
+      lanes[j] += x[i + j] * w[i + j];
+    }
+  }
+  for (size_t j = 0; i + j < count; ++j) {
+    lanes[j] += x[i + j] * w[i + j];
+  }
+  for (size_t width = kDotLanes / 2; width > 0; width /= 2) {
+    for (size_t j = 0; j < width; ++j) {
+      lanes[j] += lanes[j + width];
+    }
+  }
+  return lanes[0];
+}
+
 void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
   for (size_t o = 0; o < out_features; ++o) {
-    const float* row = w + o * in;
-    float acc = 0.0f;
-    for (size_t i = 0; i < in; ++i) {
-      acc += x[i] * row[i];
-    }
-    out[o] = acc;
+    out[o] = dot_f32(x, w + o * in, in);
   }
 }
 
@@ -200,7 +216,7 @@ void attend(const float* q, const float* k_transposed, size_t stride, const floa
       scores[s] += qd * k_row[s];
     }
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
   float max_score = -INFINITY;
   for (size_t s = 0; s < slot_count; ++s) {
     scores[s] *= scale;

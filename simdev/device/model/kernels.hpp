@@ -9,8 +9,9 @@
 
 namespace simdev::kernels {
 
-// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for each of rows rows of dim values.
-void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, float eps);
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight, for each of rows rows of dim values; the
+// mean of squares in double, in index order (calbin/MODEL.md, "Order of every reduction").
+void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, double eps);
 
 // Symmetric per-row int8 quantisation: scale[r] = max|x[r]| / 127, q = round(x / scale)
 // clamped to [-127, 127]. A zero row gets scale 0 and zero values.
@@ -34,11 +35,19 @@ inline constexpr size_t kEigenMinRows = 8;
 void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, const float* w_scales,
                    size_t group, size_t out_features, float* out);
 
-// out[o] = sum_i x[i] * w[o][i], FP32 (one activation row).
+// The contract's FP32 dot product (calbin/MODEL.md, "Order of every reduction"): kDotLanes
+// partial sums, input i going to lane i mod kDotLanes in index order, each product rounded
+// before it is added; then the lanes summed as a halving tree (lane j += lane j + width for
+// width 8, 4, 2, 1). One AVX-512 register, two AVX2 or four SSE registers hold the lanes, so
+// a SIMD kernel computes the same bits as this loop.
+inline constexpr size_t kDotLanes = 16;
+float dot_f32(const float* x, const float* w, size_t count);
+// out[o] = dot_f32(x, w[o]) (one activation row).
 void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out);
 
 // NeoX rotary embedding of one head in place: pairs (i, i + dim/2) rotate by
-// position * theta^(-2i/dim). Angles are computed in double for long positions.
+// position * theta^(-2i/dim). The angle, its cosine and sine are computed in double and
+// rounded to FP32; the rotation itself is FP32 (calbin/MODEL.md).
 void rope_neox(float* head, size_t dim, int64_t position, double theta);
 // RoPE over adjacent pairs (2i, 2i+1), the GPT-J convention: not the model's (a mutant).
 void rope_interleaved(float* head, size_t dim, int64_t position, double theta);
@@ -58,7 +67,10 @@ void route_top_k(const float* logits, size_t experts, size_t k, bool normalise, 
 
 // One query row against slots [0, slot_count) of one KV head.
 //   k_transposed: [dim][stride] (dim-major, slot contiguous); v: [slot][dim].
-// scores must hold slot_count floats (scratch). out[dim] = softmax(q.K / sqrt(dim)) V.
+// scores must hold slot_count floats (scratch). out[dim] = softmax(q.K / sqrt(dim)) V in
+// calbin/MODEL.md's order: each score summed over dimensions in index order, scaled by
+// float(1 / sqrt(dim)); e = exp(score - max) in FP32, summed in double in slot order;
+// p = e * float(1 / sum); out[d] summed over slots in slot order.
 void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
             size_t slot_count, size_t dim, float* scores, float* out);
 

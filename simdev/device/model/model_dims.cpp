@@ -30,7 +30,7 @@ Expected<ModelDims> model_dims(const calbin::Manifest& manifest) {
   dims.norm_topk_prob = llm.norm_topk_prob;
   dims.vocab = llm.vocab;
   dims.chips = manifest.chips;
-  dims.rms_eps = static_cast<float>(llm.rms_eps);
+  dims.rms_eps = llm.rms_eps;
   dims.rope_theta = llm.rope_theta;
   dims.v_int8 = llm.v_dtype == calbin::Dtype::kInt8;
   const std::string n = std::to_string(dims.chips);

@@ -21,7 +21,7 @@ struct ModelDims {
   bool norm_topk_prob = false;
   size_t vocab = 0;
   size_t chips = 1;
-  float rms_eps = 1e-6f;
+  double rms_eps = 1e-6;  // as the manifest gives it: the norms add it in double
   double rope_theta = 10000.0;
   // V-cache in int8 with one FP32 scale per (slot, KV head) (calbin/MODEL.md); else BF16.
   bool v_int8 = false;

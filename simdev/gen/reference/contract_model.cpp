@@ -4,7 +4,9 @@
 #include "simdev/gen/reference/contract_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "calbin/bf16.hpp"
@@ -81,6 +83,75 @@ std::vector<float> bf16_rounded(std::span<const float> values) {
   std::vector<float> out(values.size());
   std::transform(values.begin(), values.end(), out.begin(), calbin::round_to_bf16);
   return out;
+}
+
+// The FP32 dot product of MODEL.md ("Order of every reduction"): 16 partial sums, input i
+// added to sum i mod 16 in index order, then the sums folded as a halving tree.
+float dot(std::span<const float> x, const float* w) {
+  constexpr size_t kLanes = 16;
+  std::array<float, kLanes> lane{};
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float product = x[i] * w[i];
+    lane[i % kLanes] += product;
+  }
+  for (size_t width = kLanes / 2; width > 0; width /= 2) {
+    for (size_t j = 0; j < width; ++j) lane[j] += lane[j + width];
+  }
+  return lane[0];
+}
+
+// NeoX RoPE as MODEL.md gives the device: angle, cosine and sine in double, rounded to FP32,
+// the rotation in FP32.
+void rope(std::span<float> head, int64_t position, double theta) {
+  const size_t half = head.size() / 2;
+  const auto dim = static_cast<double>(head.size());
+  for (size_t i = 0; i < half; ++i) {
+    const double angle =
+        static_cast<double>(position) * std::pow(theta, -2.0 * static_cast<double>(i) / dim);
+    const auto cos_a = static_cast<float>(std::cos(angle));
+    const auto sin_a = static_cast<float>(std::sin(angle));
+    const float a = head[i];
+    const float b = head[i + half];
+    const float a_cos = a * cos_a, b_sin = b * sin_a, a_sin = a * sin_a, b_cos = b * cos_a;
+    head[i] = a_cos - b_sin;
+    head[i + half] = a_sin + b_cos;
+  }
+}
+
+// One query head against slots [0, slot_count) of its KV head, in MODEL.md's order: each
+// score over dimensions in index order, times float(1 / sqrt(D)); e = exp(score - max) in
+// FP32 summed in double in slot order; p = e * float(1 / sum); the output over slots in slot
+// order.
+void attend_slots(std::span<const float> q, const ref::KvHead& kv, size_t slot_count,
+                  std::span<float> out) {
+  thread_local std::vector<float> weight;
+  weight.resize(slot_count);
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
+  float top = -std::numeric_limits<float>::infinity();
+  for (size_t j = 0; j < slot_count; ++j) {
+    float score = 0.0f;
+    for (size_t d = 0; d < kv.head_dim; ++d) {
+      const float product = q[d] * kv.keys_t[d * kv.capacity + j];
+      score += product;
+    }
+    weight[j] = score * scale;
+    top = std::max(top, weight[j]);
+  }
+  double sum = 0.0;
+  for (float& w : weight) {
+    w = std::exp(w - top);
+    sum += w;
+  }
+  const auto inverse = static_cast<float>(1.0 / sum);
+  std::fill(out.begin(), out.end(), 0.0f);
+  for (size_t j = 0; j < slot_count; ++j) {
+    const float p = weight[j] * inverse;
+    const float* value = kv.values.data() + j * kv.head_dim;
+    for (size_t d = 0; d < kv.head_dim; ++d) {
+      const float product = p * value[d];
+      out[d] += product;
+    }
+  }
 }
 
 // w4af16: x rounded to BF16; per group, the exact products float(q) * x16 summed in FP32 in
@@ -239,7 +310,7 @@ void norm_and_rotate(std::vector<float>& heads, const std::vector<float>& norm, 
   for (size_t at = 0; at < heads.size(); at += c.head_dim) {
     const std::span<float> head = std::span(heads).subspan(at, c.head_dim);
     ref::rmsnorm(head, norm, c.rms_eps, head);
-    ref::rope(head, position, c.rope_theta);
+    rope(head, position, c.rope_theta);
   }
 }
 
@@ -263,7 +334,7 @@ std::vector<float> swiglu(std::span<const float> h, const QuantMlp& w) {
   return gate;
 }
 
-// MoE (MODEL.md, "Mixture of experts"): the router's logits in FP32 in index order from the
+// MoE (MODEL.md, "Mixture of experts"): the router's logits (MODEL.md's FP32 dot product) from the
 // BF16 weights; the route; then on each chip the partial sum over the token's experts in
 // ascending expert index of weight x (the expert's partial down_proj output), starting
 // from 0; then the all-reduce in chip order into the residual stream.
@@ -271,10 +342,7 @@ void moe_into(std::span<const float> h, const PreparedLayer& w, const ModelConfi
               std::span<float> x) {
   std::vector<float> logits(c.experts);
   for (size_t e = 0; e < c.experts; ++e) {
-    const float* row = w.router.values.data() + e * c.hidden;
-    float acc = 0.0f;
-    for (size_t i = 0; i < c.hidden; ++i) acc += h[i] * row[i];
-    logits[e] = acc;
+    logits[e] = dot(h, w.router.values.data() + e * c.hidden);
   }
   ref::Route r = ref::route(logits, c.active_experts, c.norm_topk_prob);
   std::vector<size_t> by_index(r.experts.size());
@@ -316,8 +384,8 @@ void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position,
   std::vector<float> attended(q.size());
   const size_t group = c.q_heads / c.kv_heads;
   for (size_t head = 0; head < c.q_heads; ++head) {
-    ref::attend(std::span(q).subspan(head * d, d), kv[head / group], slot + 1,
-                std::span(attended).subspan(head * d, d));
+    attend_slots(std::span(q).subspan(head * d, d), kv[head / group], slot + 1,
+                 std::span(attended).subspan(head * d, d));
   }
   columns_product_into(attended, w.o_proj, c.chips, x);
   if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
@@ -362,15 +430,12 @@ calbin::Result<std::vector<float>> Session::forward(std::span<const int32_t> tok
     ++kv_length_;
   }
   // The last token's logits: final norm, then each chip's vocabulary rows in FP32, each
-  // logit accumulated in index order and written as BF16.
+  // logit the dot product of MODEL.md's order, written as BF16.
   std::vector<float> normed(c.hidden);
   ref::rmsnorm(x, p.final_norm, c.rms_eps, normed);
   std::vector<float> logits(c.vocab);
   for (size_t v = 0; v < c.vocab; ++v) {
-    const float* row = p.lm_head.values.data() + v * c.hidden;
-    float acc = 0.0f;
-    for (size_t i = 0; i < c.hidden; ++i) acc += normed[i] * row[i];
-    logits[v] = calbin::round_to_bf16(acc);
+    logits[v] = calbin::round_to_bf16(dot(normed, p.lm_head.values.data() + v * c.hidden));
   }
   return logits;
 }

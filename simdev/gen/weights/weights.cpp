@@ -1,5 +1,7 @@
 #include "simdev/gen/weights/weights.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "calbin/bf16.hpp"
@@ -16,13 +18,64 @@ size_t element_count(const std::vector<int64_t>& shape) {
   return count;
 }
 
-std::vector<float> draw(const WeightSpec& spec, uint64_t seed) {
+// Student's t with 4 degrees of freedom, scaled to unit variance (its own is 2): the heavy
+// tails of trained weight matrices, whose largest entries set the int8 row scales. Only
+// IEEE-exact operations and sqrt, so every libm draws the same values.
+double next_heavy_tailed(NormalStream& stream) {
+  const double z = stream.next_normal();
+  double chi2 = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    const double n = stream.next_normal();
+    chi2 += n * n;
+  }
+  return z / std::sqrt(chi2 / 4.0) / std::sqrt(2.0);
+}
+
+std::vector<float> draw(const WeightSpec& spec, uint64_t seed, bool heavy_tailed) {
   NormalStream stream(derive_seed(seed, "weight:" + spec.name));
   std::vector<float> values(element_count(spec.shape));
   for (float& value : values) {
-    value = static_cast<float>(spec.init_mean + spec.init_std * stream.next_normal());
+    const double unit = heavy_tailed ? next_heavy_tailed(stream) : stream.next_normal();
+    value = static_cast<float>(spec.init_mean + spec.init_std * unit);
   }
   return values;
+}
+
+// Trained-like weights: the inputs of a trained LLM's linear layers carry a few fixed
+// hidden channels 10x to 100x the others (LLM.int8's outlier features, SmoothQuant's
+// activation outliers), and the weights that read those channels are small. A per-token
+// int8 activation scale is then set by the outlier channels and the other channels keep a
+// few int8 levels: the error that dominates W8A8 in real models. Here the attention and FFN
+// norm weights carry the channels at `outlier_gain` (10 by default) and the matrices reading
+// the normed rows (q, k, v, gate, up, and each expert's gate and up) at its inverse, so the
+// FP32 model is as well
+// conditioned as before and only the quantisation pays. The channels are drawn from the
+// seed.
+std::vector<uint32_t> outlier_channels(const ModelConfig& c, uint64_t seed) {
+  NormalStream stream(derive_seed(seed, "outlier_channels"));
+  const uint32_t count = std::max<uint32_t>(2, c.hidden / 128);
+  std::vector<uint32_t> channels;
+  while (channels.size() < count) {
+    const uint32_t channel = stream.next_below(c.hidden);
+    if (std::find(channels.begin(), channels.end(), channel) == channels.end()) {
+      channels.push_back(channel);
+    }
+  }
+  return channels;
+}
+
+void apply_outliers(const WeightSpec& spec, const std::vector<uint32_t>& channels, float gain,
+                    std::vector<float>& values) {
+  static const std::set<std::string> kReaders = {
+      "attn_q", "attn_k", "attn_v", "mlp_gate", "mlp_up", "moe_expert_gate", "moe_expert_up"};
+  if (spec.role == "attn_norm" || spec.role == "ffn_norm") {
+    for (const uint32_t ch : channels) values[ch] *= gain;
+  } else if (kReaders.count(spec.role) != 0) {
+    const auto in = static_cast<size_t>(spec.shape.at(1));
+    for (size_t row = 0; row < values.size() / in; ++row) {
+      for (const uint32_t ch : channels) values[row * in + ch] /= gain;
+    }
+  }
 }
 
 StoredWeight store(const WeightSpec& spec, const std::vector<float>& values) {
@@ -45,9 +98,16 @@ StoredWeight store(const WeightSpec& spec, const std::vector<float>& values) {
 }  // namespace
 
 std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed) {
+  const bool trained = config.weight_init == ModelConfig::WeightInit::kTrained;
+  const std::vector<uint32_t> channels =
+      trained ? outlier_channels(config, seed) : std::vector<uint32_t>{};
   std::vector<StoredWeight> weights;
   for (const WeightSpec& spec : weight_specs(config)) {
-    weights.push_back(store(spec, draw(spec, seed)));
+    // Quantised matrices are heavy-tailed; BF16 tensors (norms, tables, router) stay Gaussian.
+    const bool heavy_tailed = trained && spec.storage != Storage::kBf16;
+    std::vector<float> values = draw(spec, seed, heavy_tailed);
+    if (trained) apply_outliers(spec, channels, static_cast<float>(config.outlier_gain), values);
+    weights.push_back(store(spec, values));
   }
   return weights;
 }

@@ -66,25 +66,33 @@ TEST(Probes, RelativeErrorOfAPoint) {
   EXPECT_TRUE(std::isinf(relative_error(std::vector<float>{1}, std::vector<float>{0})));
 }
 
-// The tolerance grows with depth: noise that a deep point shows is no divergence, the same
-// error at the first layer is.
-TEST(Probes, TheFirstPointBeyondItsDepthsTolerance) {
+// A correct device equals the contract at every point, so the first point with any error
+// is where a defect enters, however deep: a tiny error at layer 40 is named as surely as a
+// large one at the embedding, and nothing is excused as depth noise.
+TEST(Probes, TheFirstPointThatDiffersIsNamed) {
   ProbeSummary clean;
-  clean.add({0.0, 0.0, 0.0002, 0.0005, 0.0018});  // the worst clean means of 64 seeds
-  EXPECT_NE(clean.describe().find("agrees with the contract after every layer"), std::string::npos)
-      << clean.describe();
-  ProbeSummary attention;
-  attention.add({0.0, 0.001, 0.008, 0.009, 0.013});
-  attention.add({0.0, 0.002, 0.008, 0.009, 0.013});
-  EXPECT_NE(attention.describe().find("layer 0 attention (mean relative error 0.0015 over 2 rows"),
+  clean.add(std::vector<double>(97, 0.0));  // 48 layers
+  EXPECT_NE(clean.describe(false).find("equals the contract at every layer and in every logit"),
             std::string::npos)
-      << attention.describe();
+      << clean.describe(false);
+  EXPECT_NE(clean.describe(true).find("the difference comes after the last layer"),
+            std::string::npos)
+      << clean.describe(true);
+  ProbeSummary deep;
+  std::vector<double> errors(97, 0.0);
+  for (size_t p = 81; p < errors.size(); ++p) errors[p] = 1e-7 * static_cast<double>(p - 80);
+  deep.add(errors);
+  deep.add(std::vector<double>(97, 0.0));
+  EXPECT_NE(deep.describe(true).find("layer 40 attention (mean relative error 5e-08 over 2 rows"),
+            std::string::npos)
+      << deep.describe(true);
   ProbeSummary mlp;
   mlp.add({0.0, 0.0, 0.17, 0.18, 0.24});
-  EXPECT_NE(mlp.describe().find("layer 0 MLP"), std::string::npos) << mlp.describe();
+  EXPECT_NE(mlp.describe(true).find("layer 0 MLP"), std::string::npos) << mlp.describe(true);
   ProbeSummary embedding;
   embedding.add({1e-6, 0.0, 0.0, 0.0, 0.0});
-  EXPECT_NE(embedding.describe().find("embedding"), std::string::npos) << embedding.describe();
+  EXPECT_NE(embedding.describe(true).find("embedding"), std::string::npos)
+      << embedding.describe(true);
 }
 
 TEST(Probes, UnavailableSaysWhy) {
@@ -92,7 +100,7 @@ TEST(Probes, UnavailableSaysWhy) {
   none.unavailable = "the runtime offers no layer probes (CALRT_EXT_PROBE)";
   ProbeSummary merged;
   merged.merge(none);
-  EXPECT_EQ(merged.describe(),
+  EXPECT_EQ(merged.describe(true),
             "layer probes unavailable: the runtime offers no layer probes (CALRT_EXT_PROBE)");
 }
 
@@ -160,7 +168,7 @@ TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
   EXPECT_NEAR(t.min_greedy, 0.7, 1e-12);
   // The same row of a dense model stops at the ceilings.
   const Thresholds dense = scaled_by_reference(Thresholds{}, flipped);
-  EXPECT_NEAR(dense.min_cosine, 0.99, 1e-12);
+  EXPECT_NEAR(dense.min_cosine, 0.97, 1e-12);
   EXPECT_EQ(dense.max_abs_error, 4.0);
   // A device beyond the opened row still fails it.
   Comparison device;
@@ -168,43 +176,6 @@ TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
   device.max_abs_error = 9.5;
   device.top_k_overlap = 0.1;
   EXPECT_EQ(shortfalls(device, t).size(), 3u);
-}
-
-calbin::WeightTensor weight(std::string role, std::string scheme) {
-  calbin::WeightTensor w;
-  w.role = std::move(role);
-  w.quant.scheme = std::move(scheme);
-  return w;
-}
-
-// The contract run-mean gate follows the MLP's activations: W8A8 MLPs (dense or experts)
-// keep 0.25, W4AF16 experts get 0.1, and a calbin that declares no MLP weights (timing-only
-// presets have none functional) keeps the wider gate rather than guess.
-TEST(ContractMeanGate, FollowsTheMlpsActivations) {
-  calbin::Manifest dense;
-  dense.weights = {weight("attn_q", "w8a8_dynamic"), weight("mlp_gate", "w8a8_dynamic"),
-                   weight("lm_head", "none")};
-  EXPECT_EQ(contract_mean_gate_for(dense).ulps, kContractMeanUlpsInt8Mlp);
-  calbin::Manifest w8_experts;
-  w8_experts.weights = {weight("moe_router", "none"), weight("moe_expert_up", "w8a8_dynamic")};
-  EXPECT_EQ(contract_mean_gate_for(w8_experts).ulps, kContractMeanUlpsInt8Mlp);
-  calbin::Manifest w4_experts;
-  w4_experts.weights = {weight("attn_q", "w8a8_dynamic"), weight("moe_router", "none"),
-                        weight("moe_expert_gate", "w4af16"), weight("moe_expert_down", "w4af16")};
-  const ContractMeanGate w4 = contract_mean_gate_for(w4_experts);
-  EXPECT_EQ(w4.ulps, kContractMeanUlpsBf16Mlp);
-  EXPECT_NE(w4.basis.find("BF16"), std::string::npos);
-  // One int8 expert matrix is enough for int8 rounding flips in the MLP.
-  w4_experts.weights.push_back(weight("moe_expert_up", "w8a8_dynamic"));
-  EXPECT_EQ(contract_mean_gate_for(w4_experts).ulps, kContractMeanUlpsInt8Mlp);
-  EXPECT_EQ(contract_mean_gate_for(calbin::Manifest{}).ulps, kContractMeanUlpsInt8Mlp);
-}
-
-TEST(ContractMeanGate, AnOptionWinsOverTheDefault) {
-  Thresholds t;
-  EXPECT_EQ(contract_mean_gate(t), kContractMeanUlpsInt8Mlp);
-  t.max_contract_mean_ulps = 0.04;
-  EXPECT_EQ(contract_mean_gate(t), 0.04);
 }
 
 TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
@@ -216,7 +187,7 @@ TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
   lossy.gain_bias = 0.2;
   lossy.greedy = 0.2;
   const Thresholds t = scaled_by_reference(Thresholds{}, lossy);
-  EXPECT_NEAR(t.min_cosine, 0.99, 1e-12);
+  EXPECT_NEAR(t.min_cosine, 0.97, 1e-12);
   EXPECT_EQ(t.max_abs_error, 4.0);
   EXPECT_NEAR(t.min_top_k_overlap, 0.5, 1e-12);
   EXPECT_EQ(t.max_mean_rel_rms, 0.1);

@@ -220,7 +220,8 @@ TEST(Kernels, AttendKeepsTheOneAtATimeAdditionOrderBitForBit) {
       for (size_t d = 0; d < dim; ++d) {
         for (size_t s = 0; s < slots; ++s) expected_scores[s] += q[d] * kt[d * stride + s];
       }
-      const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+      // calbin/MODEL.md: the scale is 1 / sqrt(D) computed in double, rounded once.
+      const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
       float max_score = -INFINITY;
       for (float& x : expected_scores) {
         x *= scale;
