@@ -142,6 +142,20 @@ struct Fp32Distance {
 // numerics themselves lose too much, and the run fails saying so.
 Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& reference);
 
+// One gate's opening, in its "larger is worse" form (1 - cosine, 1 - overlap, ...): a
+// reference's distance times `scale` plus `slack`; scaled_by_reference keeps it between the
+// gate's own threshold and the ceiling. Calibrated in runner/README.md, "FP32 gates at any
+// shape"; a baseline (baseline.hpp) uses the same openings without floor or ceiling.
+struct Opening {
+  double scale;
+  double slack;
+  double ceiling;
+};
+struct Fp32Openings {
+  Opening rel_rms, max_abs, cosine, top_k, gain_bias, greedy;
+};
+Fp32Openings fp32_openings();
+
 // One sentence per threshold the comparison misses; an argmax disagreement comes last, since
 // the smoke judges it as a rate and drops it from the per-comparison verdict. With the
 // contract reference's own comparison of the row, each sentence says where the reference is.

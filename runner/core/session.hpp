@@ -7,6 +7,7 @@
 #include <string>
 
 #include "abi/calrt.hpp"
+#include "runner/core/baseline.hpp"
 #include "runner/core/device_select.hpp"
 #include "runner/core/host_inputs.hpp"
 #include "runner/core/metrics.hpp"
@@ -48,6 +49,7 @@ struct Session {
   const SmokeOptions& options;
   DeviceSpec device_spec;
   HostInputs inputs;
+  std::optional<Baseline> baseline;  // --baseline, read and matched to the golden set
   calrt::Api api;
   calrt::Device device;
   uint32_t chip_count = 0;

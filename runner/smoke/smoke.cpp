@@ -204,6 +204,37 @@ int bad_input(const SmokeOptions& options, Report& report, const std::string& me
 
 }  // namespace
 
+// The baseline, when given, and the gates a run without a contract reference keeps: an
+// error (bad input) for a baseline that cannot be read or ran another golden set.
+std::string choose_gates(SmokeOptions& options, const ContractSource& contract, Session& s) {
+  if (options.baseline) {
+    auto baseline = read_baseline(*options.baseline);
+    if (!baseline) return "--baseline " + baseline.error();
+    const std::string here = golden_fingerprint(s.inputs.golden, s.inputs.case_indices);
+    if (baseline->golden_fingerprint != here) {
+      return "--baseline " + options.baseline->string() +
+             ": it ran another golden set or "
+             "other cases (golden fingerprint " +
+             baseline->golden_fingerprint.substr(0, 16) + " against this run's " +
+             here.substr(0, 16) +
+             "): a baseline holds only on the "
+             "rows it measured";
+    }
+    s.baseline = std::move(*baseline);
+  }
+  if (!contract.available) {
+    Thresholds& t = options.thresholds;
+    // A baseline judges the distribution metrics by itself (smoke_golden.cpp); the fixed
+    // thresholds hold only where given on the command line.
+    t.distribution_gated = options.distribution_explicit;
+    if (!options.rank_explicit) {
+      t.min_greedy = kNoContractMinGreedy;
+      t.min_top_k_overlap = kNoContractMinTopK;
+    }
+  }
+  return {};
+}
+
 int run_smoke(const SmokeOptions& requested) {
   Report report;
   report.command = "smoke";
@@ -241,6 +272,9 @@ int run_smoke(const SmokeOptions& requested) {
       return bad_input(options, report, contract.error());
     }
     s.inputs.contract_source = contract->description;
+    if (auto gates = choose_gates(options, *contract, s); !gates.empty()) {
+      return bad_input(options, report, gates);
+    }
     options.thresholds.routed_model = s.inputs.manifest.llm.experts > 0;
     try {
       s.api = open_runtime(s.device_spec);

@@ -68,6 +68,10 @@ class SmokeCommand : public Command {
                    "the calbin's weights), golden, computed, or none (the FP32 golden alone)")
         ->check(CLI::IsMember({"auto", "golden", "computed", "none"}))
         ->capture_default_str();
+    app.add_option("--baseline", o.baseline,
+                   "a known-good run's --json report on the same golden set: every FP32 metric "
+                   "must be no worse than the baseline's by more than the calibrated margin")
+        ->check(CLI::ExistingFile);
     app.add_option("--max-contract-ulps", o.thresholds.max_contract_ulps,
                    "maximum error against the device-contract reference, in BF16 ULPs of "
                    "each row's largest logit")
@@ -107,6 +111,13 @@ class SmokeCommand : public Command {
     if (min_free_->count() == 0) options_.thresholds.min_free_greedy.reset();
     if (contract_mean_->count() == 0) options_.thresholds.max_contract_mean_ulps.reset();
     options_.bug = parse_bug(bug_);
+    for (const char* name :
+         {"--min-cosine", "--max-abs-error", "--max-gain-bias", "--max-mean-rel-rms"}) {
+      options_.distribution_explicit |= app_->count(name) > 0;
+    }
+    for (const char* name : {"--min-greedy", "--min-topk-overlap"}) {
+      options_.rank_explicit |= app_->count(name) > 0;
+    }
     return run_smoke(options_);
   }
 

@@ -67,11 +67,12 @@ void judge_metrics(const char* phase, const MetricSummary& m, const MetricSummar
     return;
   }
   const Thresholds t = fp32_gates(defaults, reference);
-  if (!(m.cosine_min >= t.min_cosine)) {
+  const bool gated = t.distribution_gated;
+  if (gated && !(m.cosine_min >= t.min_cosine)) {
     step.fail(fmt::format("{} logits cosine min {:.6f} < {:.6g}{}", phase, m.cosine_min,
                           t.min_cosine, reference_note(reference.cosine_min, reference)));
   }
-  if (!(m.max_abs_error_max <= t.max_abs_error)) {
+  if (gated && !(m.max_abs_error_max <= t.max_abs_error)) {
     step.fail(fmt::format("{} max abs error {:.5f} > {:.5g}{}", phase, m.max_abs_error_max,
                           t.max_abs_error, reference_note(reference.max_abs_error_max, reference)));
   }
@@ -80,7 +81,7 @@ void judge_metrics(const char* phase, const MetricSummary& m, const MetricSummar
                           t.min_top_k_overlap,
                           reference_note(reference.top_k_overlap_min, reference)));
   }
-  if (!(m.mean_rel_rms() <= t.max_mean_rel_rms)) {
+  if (gated && !(m.mean_rel_rms() <= t.max_mean_rel_rms)) {
     step.fail(fmt::format(
         "{} mean relative RMS error {:.5f} > {:.5g}{} (a systematic error: every row is off, not "
         "a few)",
@@ -94,12 +95,58 @@ void judge_metrics(const char* phase, const MetricSummary& m, const MetricSummar
 void judge_gain(const MetricSummary& all, const MetricSummary& reference, const Thresholds& t,
                 StepResult& step) {
   if (all.compared == 0) return;
-  if (!(std::abs(all.mean_gain() - 1.0) <= t.max_gain_bias)) {
+  if (t.distribution_gated && !(std::abs(all.mean_gain() - 1.0) <= t.max_gain_bias)) {
     step.fail(
         fmt::format("mean logits gain {:.5f} over {} rows: |gain - 1| > {:.5g}{} (the device's "
                     "logits are scaled against golden)",
                     all.mean_gain(), all.compared, t.max_gain_bias,
                     reference_note(reference.mean_gain(), reference)));
+  }
+}
+
+// The run against a frozen baseline (--baseline): each FP32 metric no worse than the
+// baseline's by more than its opening (core/baseline.hpp).
+void judge_baseline(const GoldenTotals& totals, const Baseline& b, const Thresholds& defaults,
+                    std::array<StepResult, 3>& steps) {
+  const std::string file = b.path.filename().string();
+  auto phase = [&](const char* name, const MetricSummary& m, const Fp32Distance& base,
+                   StepResult& step) {
+    if (m.compared == 0) return;
+    const Thresholds t = against_baseline(defaults, base);
+    auto fail = [&](const char* what, double value, double limit, double was) {
+      step.fail(fmt::format("{} {} {:.6g} is worse than the baseline's {:.6g} beyond {:.6g} ({})",
+                            name, what, value, was, limit, file));
+    };
+    if (!(m.cosine_min >= t.min_cosine)) {
+      fail("logits cosine min", m.cosine_min, t.min_cosine, base.cosine);
+    }
+    if (!(m.max_abs_error_max <= t.max_abs_error)) {
+      fail("max abs error", m.max_abs_error_max, t.max_abs_error, base.max_abs_error);
+    }
+    if (!(m.top_k_overlap_min >= t.min_top_k_overlap)) {
+      fail("top-k overlap min", m.top_k_overlap_min, t.min_top_k_overlap, base.top_k_overlap);
+    }
+    if (!(m.mean_rel_rms() <= t.max_mean_rel_rms)) {
+      fail("mean relative RMS error", m.mean_rel_rms(), t.max_mean_rel_rms, base.rel_rms);
+    }
+  };
+  phase("prefill", totals.prefill, b.prefill, steps[1]);
+  phase("decode", totals.decode, b.decode, steps[2]);
+  const MetricSummary all = merged(totals.prefill, totals.decode);
+  if (all.compared == 0) return;
+  const Thresholds t = against_baseline(defaults, b.run);
+  const double bias = std::abs(all.mean_gain() - 1.0);
+  if (!(bias <= t.max_gain_bias)) {
+    steps[2].fail(
+        fmt::format("|mean logits gain - 1| {:.6g} is worse than the baseline's {:.6g} "
+                    "beyond {:.6g} ({})",
+                    bias, b.run.gain_bias, t.max_gain_bias, file));
+  }
+  if (!(all.greedy_rate() >= t.min_greedy)) {
+    steps[2].fail(
+        fmt::format("greedy agreement {:.4f} is worse than the baseline's {:.4f} beyond "
+                    "{:.4g} ({})",
+                    all.greedy_rate(), b.run.greedy, t.min_greedy, file));
   }
 }
 
@@ -112,12 +159,14 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& defaul
                                                         static_cast<double>(totals.free_total);
   auto phase = [&](const MetricSummary& m, const MetricSummary& r) {
     const Thresholds pt = fp32_gates(defaults, r);
-    nlohmann::json doc{{"cosine_min", gate(m.cosine_min, pt.min_cosine, true)},
-                       {"max_abs_error_max", gate(m.max_abs_error_max, pt.max_abs_error, false)},
-                       {"top_k_overlap_min", gate(m.top_k_overlap_min, pt.min_top_k_overlap, true)},
-                       {"mean_rel_rms", gate(m.mean_rel_rms(), pt.max_mean_rel_rms, false)},
-                       {"rel_rms_max", m.rel_rms_max},
-                       {"compared", m.compared}};
+    const bool gated = pt.distribution_gated;
+    nlohmann::json doc{
+        {"cosine_min", gate(m.cosine_min, pt.min_cosine, true, gated)},
+        {"max_abs_error_max", gate(m.max_abs_error_max, pt.max_abs_error, false, gated)},
+        {"top_k_overlap_min", gate(m.top_k_overlap_min, pt.min_top_k_overlap, true)},
+        {"mean_rel_rms", gate(m.mean_rel_rms(), pt.max_mean_rel_rms, false, gated)},
+        {"rel_rms_max", m.rel_rms_max},
+        {"compared", m.compared}};
     if (r.compared > 0) {
       // The contract reference over the same rows: the floor the thresholds opened to.
       doc["reference"] = {{"cosine_min", r.cosine_min},
@@ -133,7 +182,8 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& defaul
   nlohmann::json doc = phase(all, reference);
   doc.erase("mean_rel_rms");  // gated per phase
   doc["cases"] = cases;
-  doc["mean_gain"] = gate(std::abs(all.mean_gain() - 1.0), t.max_gain_bias, false);
+  doc["mean_gain"] =
+      gate(std::abs(all.mean_gain() - 1.0), t.max_gain_bias, false, t.distribution_gated);
   doc["mean_gain"]["gain"] = all.mean_gain();
   doc["greedy_agreement"] = gate(all.greedy_rate(), t.min_greedy, true);
   doc["greedy_agreement"]["agreed"] = all.greedy_agree;
@@ -158,7 +208,10 @@ nlohmann::json metrics_json(const GoldenTotals& totals, const Thresholds& defaul
   doc["prefill"] = phase(totals.prefill, totals.reference_prefill);
   doc["decode"] = phase(totals.decode, totals.reference_decode);
   doc["fp32_gates"] =
-      !defaults.scale_fp32_gates ? "fixed"
+      !defaults.distribution_gated
+          ? "rank gates (no contract reference); the distribution metrics are reported, and "
+            "gated only against a --baseline"
+      : !defaults.scale_fp32_gates ? "fixed"
       : reference.compared > 0
           ? (defaults.routed_model ? "scaled by the contract reference, per-row gates uncapped "
                                      "(a mixture of experts)"
@@ -291,6 +344,9 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
   judge_metrics("prefill", totals.prefill, totals.reference_prefill, t, steps[1]);
   judge_metrics("decode", totals.decode, totals.reference_decode, t, steps[2]);
   judge_rates(totals, t, steps[2]);
+  if (s.baseline) {
+    judge_baseline(totals, *s.baseline, t, steps);
+  }
   if (!totals.decode_unfinished.empty()) {
     // Decode was not verified where it did not run: never a pass on what is missing.
     steps[2].fail(fmt::format(
@@ -313,7 +369,12 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
   }
   metrics = metrics_json(totals, t, case_names.size());
   metrics["contract"]["in_golden"] = s.inputs.contract_source == "the golden set";
-  if (!s.inputs.calbin_fp32.empty() && totals.contract.rows > 0 && totals.contract.differing == 0) {
+  metrics["golden_fingerprint"] = golden_fingerprint(s.inputs.golden, s.inputs.case_indices);
+  if (s.baseline) {
+    metrics["baseline"] = {{"path", s.baseline->path.string()}, {"applied", true}};
+  }
+  if (!s.inputs.calbin_fp32.empty() && totals.contract.rows > 0 && totals.contract.differing == 0 &&
+      totals.contract.max_ulps == 0.0) {
     // The device computes its contract exactly, so what an FP32 gate saw is the golden's
     // distance from the calbin's numerics, against the contract's from the calbin's FP32.
     for (size_t p = 1; p < kCasePhases; ++p) {
@@ -330,7 +391,8 @@ std::vector<StepResult> steps_golden(Session& s, nlohmann::json& metrics) {
   // Where the numerics first leave the contract, for whichever numeric step failed: the
   // run-level means over every contract row, where a systematic defect stands out of noise.
   if (totals.contract.rows > 0) {
-    const std::string where = totals.probes.describe(totals.contract.differing > 0);
+    const std::string where =
+        totals.probes.describe(totals.contract.differing > 0 || totals.contract.max_ulps > 0.0);
     metrics["contract"]["localisation"] = where;
     metrics["contract"]["probe_mean_errors"] = totals.probes.mean_errors();
     for (size_t p = 1; p < kCasePhases; ++p) {
