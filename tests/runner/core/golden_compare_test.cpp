@@ -163,12 +163,12 @@ TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
   EXPECT_NEAR(t.min_cosine, 1.0 - 0.075, 1e-12);
   EXPECT_NEAR(t.max_abs_error, 9.0, 1e-12);
   EXPECT_NEAR(t.min_top_k_overlap, 0.2, 1e-12);
-  EXPECT_EQ(t.max_mean_rel_rms, 0.1);
+  EXPECT_EQ(t.max_mean_rel_rms, 0.15);
   EXPECT_EQ(t.max_gain_bias, 0.01);
   EXPECT_NEAR(t.min_greedy, 0.7, 1e-12);
   // The same row of a dense model stops at the ceilings.
   const Thresholds dense = scaled_by_reference(Thresholds{}, flipped);
-  EXPECT_NEAR(dense.min_cosine, 0.97, 1e-12);
+  EXPECT_NEAR(dense.min_cosine, 0.95, 1e-12);
   EXPECT_EQ(dense.max_abs_error, 4.0);
   // A device beyond the opened row still fails it.
   Comparison device;
@@ -187,10 +187,10 @@ TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
   lossy.gain_bias = 0.2;
   lossy.greedy = 0.2;
   const Thresholds t = scaled_by_reference(Thresholds{}, lossy);
-  EXPECT_NEAR(t.min_cosine, 0.97, 1e-12);
+  EXPECT_NEAR(t.min_cosine, 0.95, 1e-12);
   EXPECT_EQ(t.max_abs_error, 4.0);
   EXPECT_NEAR(t.min_top_k_overlap, 0.5, 1e-12);
-  EXPECT_EQ(t.max_mean_rel_rms, 0.1);
+  EXPECT_EQ(t.max_mean_rel_rms, 0.15);
   EXPECT_EQ(t.max_gain_bias, 0.01);
   EXPECT_NEAR(t.min_greedy, 0.7, 1e-12);
   // So a device exactly as far as that reference fails, and says where the reference is.
