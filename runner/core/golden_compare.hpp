@@ -30,8 +30,8 @@ struct Comparison {
 };
 
 // One device row against the device-contract reference's row at the same token. The unit is
-// the BF16 ULP at the row's largest |contract logit| (2^(floor(log2 max) - 7)): the logits
-// are BF16, so a correct device lands within a few of them whatever the logits' scale.
+// the BF16 ULP at the row's largest |contract logit| (2^(floor(log2 max) - 7)), so an error
+// reads the same whatever the logits' scale. A correct device is at 0 (calbin/MODEL.md).
 struct ContractComparison {
   double ulps = 0.0;       // max |device - contract| / unit over the row
   double mean_ulps = 0.0;  // mean |device - contract| / unit over the row
@@ -135,9 +135,9 @@ struct Fp32Distance {
 // The FP32 gates at the shape being run (runner/README.md, "FP32 gates at any shape"). The
 // defaults are calibrated on the presets' shapes, but how far correct W8A8 logits sit from
 // FP32 depends on the shape: depth, vocabulary, activation range. The contract reference
-// (golden schema 2) is the calbin's declared numerics computed without the device, and a
-// correct device lands within a few BF16 ULPs of it, so its distance from FP32 is the
-// floor a correct device sits on. Each gate opens to that distance with a margin, never
+// (the golden's rows, or computed from the calbin) is the calbin's declared numerics computed
+// without the device, and a correct device equals it, so its distance from FP32 is the floor
+// a correct device sits on. Each gate opens to that distance with a margin, never
 // tighter than the gate's own threshold, and never past a ceiling: beyond it the declared
 // numerics themselves lose too much, and the run fails saying so.
 Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& reference);

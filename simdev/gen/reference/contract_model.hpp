@@ -4,11 +4,11 @@
 // BF16 (or int8 V with a scale per slot and head), partial sums meet in an FP32 all-reduce in chip
 // order, and the logits are BF16.
 //
-// Against it the device's logits must agree to a few BF16 ULPs, so an error far smaller
-// than the quantisation's own noise shows. It reads the weights from the calbin's files and
-// shares no code with the simulator's kernels (simdev/device); the per-vector operations it
-// shares with the FP32 reference (rmsnorm, RoPE, attention over an FP32 cache) are plain
-// FP32 in the order MODEL.md gives.
+// It follows MODEL.md's order of every reduction, so a correct device's logits equal it bit
+// for bit and an error far smaller than the quantisation's own noise shows. It reads the
+// weights from the calbin's files and shares no code with the simulator's kernels
+// (simdev/device); it shares rmsnorm with the FP32 reference, and has its own RoPE,
+// attention and dot products in the device's FP32 order.
 #pragma once
 
 #include <cstdint>
