@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "benchmarks/checked_main.hpp"
+#include "calbin/splitmix64.hpp"
 #include "simdev/device/base/engine.hpp"
 
 namespace {
@@ -27,12 +28,7 @@ using simdev::TimePs;
 
 // A stateless generator per event (SplitMix64 of a counter): deterministic, and cheap next
 // to the event it times.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+constexpr uint64_t mix(uint64_t x) { return calbin::splitmix64(x); }
 
 struct Phold {
   Engine engine;

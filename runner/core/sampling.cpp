@@ -12,19 +12,6 @@ const char* to_string(SamplingMethod method) {
   return method == SamplingMethod::top_k ? "top-k" : "greedy";
 }
 
-uint64_t SplitMix64::next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-double SplitMix64::uniform() {
-  return static_cast<double>(next() >> 11) * 0x1.0p-53;  // 53 bits: exact in a double
-}
-
-uint64_t SplitMix64::below(uint64_t bound) { return next() % bound; }
-
 uint64_t derive_stream(uint64_t seed, std::initializer_list<uint64_t> keys) {
   SplitMix64 mix(seed);
   uint64_t stream = mix.next();

@@ -11,6 +11,8 @@
 #include <initializer_list>
 #include <span>
 
+#include "calbin/splitmix64.hpp"
+
 namespace runner {
 
 enum class SamplingMethod { greedy, top_k };
@@ -23,20 +25,8 @@ struct SamplingConfig {
   uint64_t seed = 0;
 };
 
-// SplitMix64 (Steele, Lea, Flood 2014): a small generator with a fixed, portable output
-// sequence, used for prompts and sampling so that one seed reproduces a run anywhere.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  // Uniform in [0, 1) with 53 random bits.
-  double uniform();
-  // Uniform-ish in [0, bound) by modulo (the bias is below 2^-40 for bound < 2^24); bound > 0.
-  uint64_t below(uint64_t bound);
-
- private:
-  uint64_t state_;
-};
+// Prompts and sampling draw from SplitMix64, so that one seed reproduces a run anywhere.
+using calbin::SplitMix64;
 
 // A stream seed for the coordinates `keys` under `seed`: each key is folded in through
 // SplitMix64, so neighbouring coordinates give unrelated streams.

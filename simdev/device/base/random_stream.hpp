@@ -1,27 +1,24 @@
 // Per-subsystem random streams derived from the device's master seed. Each subsystem names
 // its stream ("faults", "links", ...), so adding a stream never shifts another's numbers.
-// SplitMix64: tiny, fast, and identical on every platform.
+// SplitMix64 (calbin/splitmix64.hpp): tiny, fast, and identical on every platform.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "calbin/splitmix64.hpp"
 
 namespace simdev {
 
 class RandomStream {
  public:
   RandomStream(uint64_t master_seed, std::string_view subsystem)
-      : state_(master_seed ^ hash_name(subsystem)) {}
+      : rng_(master_seed ^ hash_name(subsystem)) {}
 
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return rng_.next(); }
 
   // Uniform in [0, bound) for bound > 0 (the modulo bias is negligible for small bounds).
-  uint64_t below(uint64_t bound) { return bound == 0 ? 0 : next() % bound; }
+  uint64_t below(uint64_t bound) { return rng_.below(bound); }
 
  private:
   // FNV-1a: a stable hash of the subsystem's name.
@@ -33,7 +30,7 @@ class RandomStream {
     return hash;
   }
 
-  uint64_t state_;
+  calbin::SplitMix64 rng_;
 };
 
 }  // namespace simdev
