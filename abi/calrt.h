@@ -226,6 +226,15 @@ typedef enum CalrtJobState {
   CALRT_JOB_STATE_COUNT_,
 } CalrtJobState;
 
+/* Whether a job in `state` has ended (COMPLETED, FAILED, CANCELLED or TIMED_OUT): its state
+ * and status never change again. Takes the raw value, so that a state read off a wire or a
+ * struct can be asked about before it is trusted; a value outside the enumeration is not
+ * final. */
+static inline int calrt_job_state_final(uint32_t state) {
+  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
+         state == CALRT_JOB_CANCELLED || state == CALRT_JOB_TIMED_OUT;
+}
+
 typedef enum CalrtWaitResult {
   CALRT_WAIT_READY = 1,     /* the job reached a final state (completed, failed, cancelled) */
   CALRT_WAIT_NOT_READY = 2, /* the timeout passed and the job is still in flight; retry */

@@ -978,8 +978,7 @@ struct JobStatus {
   std::chrono::nanoseconds compute_start_time{0};
 
   bool is_final() const noexcept {
-    return state == JobState::completed || state == JobState::failed ||
-           state == JobState::cancelled || state == JobState::timed_out;
+    return calrt_job_state_final(static_cast<uint32_t>(state)) != 0;
   }
   FaultClass fault_class() const noexcept { return fault_class_of(code); }
 };

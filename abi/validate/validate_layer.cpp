@@ -95,11 +95,6 @@ int64_t raw_enum(const E& field) {
   return static_cast<int64_t>(value);
 }
 
-bool is_final(CalrtJobState state) {
-  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
-         state == CALRT_JOB_CANCELLED || state == CALRT_JOB_TIMED_OUT;
-}
-
 // Whether a table has entry `Name`: inside its struct_size and non-NULL.
 #define VALIDATE_HAS(table, Name) \
   (offsetof(CalrtApi, Name) + sizeof(void*) <= (table)->struct_size && (table)->Name != nullptr)
@@ -1237,7 +1232,7 @@ CalrtError* LayerImpl::Job_Status(Calrt_Job_Status_Args* args) {
                 {"message", args->message != nullptr ? args->message : ""},
                 {"end_time_ns", args->end_time_ns}};
     const std::lock_guard lock(mutex_);
-    if (is_final(args->state)) {
+    if (calrt_job_state_final(args->state)) {
       job_final(call, args->job, args->state == CALRT_JOB_COMPLETED);
     }
   }

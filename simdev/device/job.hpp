@@ -79,7 +79,7 @@ struct Job {
   // the job is cancelled, so cancelling it leaves the device FAULTED.
   bool latent_fault = false;
 
-  bool final() const { return job_state_final(state); }
+  bool final() const { return calrt_job_state_final(state) != 0; }
 };
 
 // How messages name a job.

@@ -174,11 +174,6 @@ const char* job_state_name(CalrtJobState state) {
   }
 }
 
-bool job_state_final(CalrtJobState state) {
-  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
-         state == CALRT_JOB_CANCELLED || state == CALRT_JOB_TIMED_OUT;
-}
-
 bool job_transition_allowed(CalrtJobState from, CalrtJobState to) {
   const size_t f = job_index(from);
   const size_t t = job_index(to);

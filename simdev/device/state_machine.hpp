@@ -87,7 +87,6 @@ inline constexpr std::array<CalrtJobState, 6> kJobStates = {
 
 // "SUBMITTED", ..., "TIMED_OUT"; "?" for a value outside the enumeration.
 const char* job_state_name(CalrtJobState state);
-bool job_state_final(CalrtJobState state);
 // Whether a job in `from` may move to `to`; a final state moves nowhere.
 bool job_transition_allowed(CalrtJobState from, CalrtJobState to);
 // Moves `state` to `to` when the table allows it; otherwise leaves `state` as it is, adds one

@@ -9,15 +9,10 @@
 namespace simdev::service::client {
 namespace {
 
-bool is_final(uint32_t state) {
-  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED ||
-         state == CALRT_JOB_CANCELLED || state == CALRT_JOB_TIMED_OUT;
-}
-
 // The state to report for a job the daemon reports in `state`; called with the device's
 // mutex held.
 uint32_t observe(ClientJob& job, uint32_t state) {
-  if (is_final(state) && !job.seen_final) {
+  if (calrt_job_state_final(state) && !job.seen_final) {
     job.seen_final = true;
     if (state == CALRT_JOB_COMPLETED) {
       const ClientBuffer* written = nullptr;
@@ -282,7 +277,7 @@ CalrtError* job_wait(Calrt_Job_Wait_Args* args) {
       args->state = static_cast<CalrtJobState>(observe(*job->object, answer->out.state));
       args->result = static_cast<CalrtWaitResult>(answer->out.result);
       if (answer->out.status.size() == 1 && answer->out.status[0].state == answer->out.state &&
-          is_final(answer->out.state)) {
+          calrt_job_state_final(answer->out.state)) {
         note_job_code(device, answer->out.status[0].code);
         job->object->final_status = std::move(answer->out.status[0]);
       }

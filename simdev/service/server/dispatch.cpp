@@ -140,10 +140,6 @@ std::optional<CalrtJobState> job_state(const CalrtApi* api, void* job) {
   return args.state;
 }
 
-bool final_state(CalrtJobState state) {
-  return state == CALRT_JOB_COMPLETED || state == CALRT_JOB_FAILED || state == CALRT_JOB_CANCELLED;
-}
-
 template <>
 Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
@@ -155,7 +151,7 @@ Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& ou
     if (other == c.objects) continue;
     for (const auto& [id, handle] : other->handles.of_kind(HandleKind::job)) {
       const auto state = job_state(c.api, handle);
-      if (state && !final_state(*state)) in_flight.emplace_back(other, id);
+      if (state && !calrt_job_state_final(*state)) in_flight.emplace_back(other, id);
     }
   }
   auto args = make_args<Calrt_Device_Reset_Args>();

@@ -195,10 +195,10 @@ TEST(StateMachineTable, FinalJobStatesMoveNowhere) {
     for (CalrtJobState to : kJobStates) {
       moves |= job_transition_allowed(from, to);
     }
-    EXPECT_EQ(moves, !job_state_final(from)) << job_state_name(from);
+    EXPECT_EQ(moves, !calrt_job_state_final(from)) << job_state_name(from);
   }
-  EXPECT_TRUE(job_state_final(CALRT_JOB_TIMED_OUT));
-  EXPECT_FALSE(job_state_final(CALRT_JOB_RUNNING));
+  EXPECT_TRUE(calrt_job_state_final(CALRT_JOB_TIMED_OUT));
+  EXPECT_FALSE(calrt_job_state_final(CALRT_JOB_RUNNING));
 }
 
 TEST(StateMachineTable, AForbiddenJobMoveIsRefusedAndCounted) {

@@ -232,6 +232,43 @@ TEST_F(SharedDeviceTest, AnOwnResetIsAPlainCancel) {
   EXPECT_EQ(done.status().code, CALRT_OK);
 }
 
+// A job the watchdog ended (TIMED_OUT) is final: another session's reset does not count it
+// among the jobs it ends. The daemon logs that count; the first reset, with only a timed-out
+// job on the device, must log nothing, so the first such line is the second reset's, which
+// ends one job in flight.
+TEST_F(SharedDeviceTest, AResetDoesNotCountATimedOutJobAsInFlight) {
+  start();
+  calrt_test::PrefillSession hung(api_, CALRT_TEST_CALBIN);
+  calrt::DeviceFaults::of(hung.device)
+      .set_plan("seed: 1\nfaults:\n  - kind: job_hang\n    during: prefill\n    at_op: 1\n");
+  calrt::Job timed_out = hung.submit();
+  // Past the device's job watchdog (job_watchdog_ms, 10 s); virtual time: returns at once, with
+  // the job's DEVICE_HUNG.
+  EXPECT_THROW(timed_out.wait(std::chrono::seconds(60)), calrt::Error);
+  ASSERT_EQ(timed_out.status().state, calrt::JobState::timed_out) << timed_out.status().message;
+
+  calrt::Device other = calrt::Device::create(api_, calrt::DeviceKind::sim, 0, "");
+  other.reset(calrt::ResetLevel::full);
+  calrt::DeviceFaults::of(hung.device).set_plan("seed: 1\nfaults: []\n");
+  calrt_test::PrefillSession victim(api_, CALRT_TEST_CALBIN);
+  calrt::Job job = victim.submit();
+  other.reset(calrt::ResetLevel::job_abort);
+  ASSERT_EQ(job.wait(std::chrono::seconds(10)), calrt::WaitResult::ready);
+  EXPECT_EQ(job.status().code, CALRT_PREEMPTED) << job.status().message;
+
+  const std::string ended = "job(s) of other sessions";
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (daemon_->output().find(ended) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const std::string output = daemon_->output();
+  const size_t at = output.find(ended);
+  ASSERT_NE(at, std::string::npos) << output;
+  const size_t line = output.rfind('\n', at) + 1;
+  EXPECT_NE(output.substr(line, at - line).find("level 1 ended 1 "), std::string::npos) << output;
+}
+
 // The job serials (other than 0, events of no job) in a trace.
 std::set<uint64_t> job_serials(const std::vector<calrt::TraceEvent>& events) {
   std::set<uint64_t> serials;
