@@ -17,7 +17,7 @@ namespace simdev::runtime {
 
 // Never throws: when memory runs out it returns a static error that Error_Destroy ignores.
 CalrtError* make_error(CalrtCode code, std::string message) noexcept;
-inline CalrtError* make_error(const Fault& fault) noexcept {
+inline CalrtError* make_error(const Error& fault) noexcept {
   return make_error(fault.code, fault.message);
 }
 // nullptr on success.

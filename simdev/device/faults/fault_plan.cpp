@@ -103,7 +103,7 @@ std::string shown(const YAML::Node& node) {
   }
 }
 
-tl::unexpected<Fault> plan_error(const std::string& field, const std::string& message) {
+tl::unexpected<Error> plan_error(const std::string& field, const std::string& message) {
   return fail(CALRT_INVALID_ARGUMENT, "fault plan: " + field + ": " + message);
 }
 

@@ -112,7 +112,7 @@ std::string apply_kv_fault(const Injection& injection, const std::string& reques
                            const KvBitFlip& flip_kv_bit, FaultEffects& device, KvFaults& out) {
   const FaultSpec& spec = *injection.spec;
   const auto refuse = [&out](CalrtCode code, const std::string& message) {
-    if (!out.refusal) out.refusal = Fault{code, message};
+    if (!out.refusal) out.refusal = Error{code, message};
   };
   const std::string prefix = request + ": ";
   switch (injection.kind) {
@@ -159,7 +159,7 @@ std::string apply_upload_fault(const Injection& injection, const std::string& wh
   const auto failure = [&out](CalrtCode code, uint32_t level, bool persistent,
                               const std::string& message) {
     if (!out.failure) {
-      out.failure = Fault{code, message};
+      out.failure = Error{code, message};
       out.failure_level = level;
       out.failure_persistent = persistent;
     }

@@ -26,7 +26,7 @@ std::string apply_dma_fault(const Injection& injection, Job& job, const std::str
 
 // A KV operation (`request`: "Kv_Clear of kv #3"): the first refusal the operation returns.
 struct KvFaults {
-  std::optional<Fault> refusal;
+  std::optional<Error> refusal;
 };
 // flip_kv_bit: flips one bit of the handle's KV on a chip ("layer 1 key slot 3 bit 5"), nullopt
 // when the operation has no handle or the handle no contents.
@@ -40,7 +40,7 @@ struct UploadFaults {
   uint64_t slow_factor = 1;
   bool hang = false;
   bool hang_persistent = false;
-  std::optional<Fault> failure;  // DMA_ERROR, ECC_UNCORRECTABLE, FIRMWARE_CRASH
+  std::optional<Error> failure;  // DMA_ERROR, ECC_UNCORRECTABLE, FIRMWARE_CRASH
   uint32_t failure_level = 0;
   bool failure_persistent = false;
   std::optional<uint32_t> ecc_chip;  // ECC_UNCORRECTABLE: the chip whose weights flip

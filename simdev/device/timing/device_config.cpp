@@ -271,7 +271,7 @@ class YamlReader {
     return false;
   }
 
-  tl::unexpected<Fault> error(const YAML::Mark& mark, const std::string& key,
+  tl::unexpected<Error> error(const YAML::Mark& mark, const std::string& key,
                               const std::string& message) const {
     return fail(CALRT_INVALID_ARGUMENT, "device config " + at_line(source_, mark) + " " +
                                             (key.empty() ? "" : key + ": ") + message);

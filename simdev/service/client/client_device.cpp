@@ -192,10 +192,10 @@ Expected<Resolved<ClientBuffer>> resolve_buffer_of(ClientDevice& device, const v
                                         " was released, never issued or is of another device");
 }
 
-Fault lost_fault(ClientDevice& device) {
+Error lost_fault(ClientDevice& device) {
   auto connection = device.current_connection();
   const std::string why = connection ? connection->lost_reason() : std::string("not connected");
-  return Fault{CALRT_DEVICE_LOST, "the device at " + device.config.endpoint + " is lost (" + why +
+  return Error{CALRT_DEVICE_LOST, "the device at " + device.config.endpoint + " is lost (" + why +
                                       "); Device_Reset reconnects"};
 }
 

@@ -12,9 +12,9 @@
 #include <set>
 #include <string>
 
+#include "simdev/device/base/status.hpp"
 #include "simdev/service/client/client_handles.hpp"
 #include "simdev/service/client/connection.hpp"
-#include "simdev/service/client/fault.hpp"
 #include "simdev/service/client/held_calls.hpp"
 #include "simdev/service/client/mapping.hpp"
 #include "simdev/service/protocol.hpp"
@@ -189,6 +189,6 @@ Expected<Resolved<ClientBuffer>> resolve_buffer_of(ClientDevice& device, const v
                                                    const char* what);
 
 // A lost device answers DEVICE_LOST; this is the one check every forwarding entry makes.
-Fault lost_fault(ClientDevice& device);
+Error lost_fault(ClientDevice& device);
 
 }  // namespace simdev::service::client

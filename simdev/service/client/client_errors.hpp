@@ -4,7 +4,7 @@
 #pragma once
 
 #include "abi/calrt.h"
-#include "simdev/service/client/fault.hpp"
+#include "simdev/device/base/status.hpp"
 
 namespace simdev::service::client {
 

@@ -466,8 +466,8 @@ std::string Connection::lost_reason() const {
   return lost_reason_;
 }
 
-Fault Connection::lost_fault() const {
-  return Fault{CALRT_DEVICE_LOST, "the device at " + endpoint_ + " is lost: " + lost_reason_};
+Error Connection::lost_fault() const {
+  return Error{CALRT_DEVICE_LOST, "the device at " + endpoint_ + " is lost: " + lost_reason_};
 }
 
 Expected<std::vector<uint8_t>> Connection::call(std::span<const uint8_t> request_payload) {

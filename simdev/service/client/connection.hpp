@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "simdev/service/client/fault.hpp"
+#include "simdev/device/base/status.hpp"
 #include "simdev/service/protocol.hpp"
 
 namespace simdev::service::client {
@@ -93,7 +93,7 @@ class Connection {
   // marks the connection lost if it fails, and gives the turn back, waking the waiters.
   void read_in_turn(std::unique_lock<std::mutex>& lock, Status (Connection::*read)());
   void mark_lost(std::string reason);
-  Fault lost_fault() const;
+  Error lost_fault() const;
 
   int fd_ = -1;
   std::string endpoint_;

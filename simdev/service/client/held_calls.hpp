@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "simdev/service/client/fault.hpp"
+#include "simdev/device/base/status.hpp"
 #include "simdev/service/protocol.hpp"
 
 namespace simdev::service::client {

@@ -30,8 +30,8 @@ const std::vector<int32_t> kPrompt = {11, 22, 33, 44, 55, 66, 77};
 constexpr int32_t kNextToken = 88;
 
 struct Step {
-  std::optional<Fault> submit_error;
-  std::optional<Fault> wait_error;
+  std::optional<Error> submit_error;
+  std::optional<Error> wait_error;
   CalrtWaitResult wait_result = CALRT_WAIT_NOT_READY;
   CalrtJobState state = CALRT_JOB_SUBMITTED;
   CalrtCode code = CALRT_OK;
