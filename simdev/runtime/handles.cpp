@@ -3,15 +3,8 @@
 namespace simdev::runtime {
 namespace {
 
-constexpr unsigned kKindShift = 60;
-constexpr unsigned kDeviceShift = 52;
-constexpr unsigned kIndexShift = 32;
-constexpr uint64_t kIndexMask = (uint64_t{1} << 20) - 1;
-constexpr uint64_t kDeviceMask = 0xFF;
-
-static_assert(sizeof(uintptr_t) == 8, "handles pack 64 bits into a pointer value");
-static_assert(Device::kMaxBuffers <= kIndexMask + 1 && Device::kMaxJobs <= kIndexMask + 1 &&
-                  Device::kMaxKvHandles <= kIndexMask + 1,
+static_assert(Device::kMaxBuffers <= kMaxObjects && Device::kMaxJobs <= kMaxObjects &&
+                  Device::kMaxKvHandles <= kMaxObjects,
               "object tables must fit the handle's index field");
 
 struct DeviceSlot {
@@ -29,26 +22,6 @@ HandleRegistry& handle_registry() {
 }
 
 }  // namespace
-
-uintptr_t encode_handle(HandleKind kind, uint32_t device_index, ObjectId object) {
-  return (uint64_t{static_cast<uint32_t>(kind)} << kKindShift) |
-         ((uint64_t{device_index} & kDeviceMask) << kDeviceShift) |
-         ((uint64_t{object.index} & kIndexMask) << kIndexShift) | object.generation;
-}
-
-std::optional<std::pair<uint32_t, ObjectId>> decode_handle(uintptr_t value, HandleKind kind) {
-  const uint64_t bits = value;
-  if ((bits >> kKindShift) != static_cast<uint32_t>(kind)) {
-    return std::nullopt;
-  }
-  const auto device_index = static_cast<uint32_t>((bits >> kDeviceShift) & kDeviceMask);
-  const ObjectId object{static_cast<uint32_t>((bits >> kIndexShift) & kIndexMask),
-                        static_cast<uint32_t>(bits & 0xFFFFFFFFu)};
-  if (object.generation == 0) {
-    return std::nullopt;
-  }
-  return std::make_pair(device_index, object);
-}
 
 std::optional<std::pair<ObjectId, std::shared_ptr<DeviceEntry>>> register_device(
     std::unique_ptr<Device> device) {

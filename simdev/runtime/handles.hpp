@@ -1,7 +1,7 @@
-// Opaque ABI handles are numbers, never pointers to memory: kind (4 bits), device slot
-// (8 bits), object index (20 bits) and generation (32 bits) packed into the pointer value.
-// Decoding checks the kind and the generation, so a freed, double-freed or forged handle
-// is rejected with CALRT_INVALID_HANDLE and never dereferenced.
+// The in-process runtime's open devices. Handles pack a device's registry slot and an
+// object's id inside the device (simdev/device/base/handle_codec.hpp); decoding checks the
+// kind, and the device's registry and tables check the generations, so a freed,
+// double-freed or forged handle is rejected with CALRT_INVALID_HANDLE and never dereferenced.
 #pragma once
 
 #include <condition_variable>
@@ -10,29 +10,11 @@
 #include <mutex>
 #include <optional>
 
+#include "simdev/device/base/handle_codec.hpp"
 #include "simdev/device/base/handle_table.hpp"
 #include "simdev/device/device.hpp"
 
 namespace simdev::runtime {
-
-enum class HandleKind : uint32_t { kDevice = 1, kCalbin = 2, kBuffer = 3, kJob = 4, kKv = 5 };
-
-struct DecodedHandle {
-  HandleKind kind = HandleKind::kDevice;
-  ObjectId device;  // the device's registry id (index, generation)
-  ObjectId object;  // the object's id inside the device (unused for devices)
-};
-
-inline constexpr uint32_t kMaxDevices = 256;
-
-uintptr_t encode_handle(HandleKind kind, uint32_t device_index, ObjectId object);
-// nullopt when the value cannot be a handle of that kind.
-std::optional<std::pair<uint32_t, ObjectId>> decode_handle(uintptr_t value, HandleKind kind);
-
-template <class Handle>
-Handle* to_handle(HandleKind kind, uint32_t device_index, ObjectId object) {
-  return reinterpret_cast<Handle*>(encode_handle(kind, device_index, object));
-}
 
 // One open device: the mutex serialises every call on it. A paced wait sleeps on `wake`
 // with the mutex released; every call notifies it, and closing tells sleepers to leave.

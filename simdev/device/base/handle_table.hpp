@@ -8,15 +8,10 @@
 #include <optional>
 #include <vector>
 
+#include "simdev/device/base/handle_codec.hpp"
 #include "simdev/device/base/invariants.hpp"
 
 namespace simdev {
-
-struct ObjectId {
-  uint32_t index = 0;
-  uint32_t generation = 0;  // 0 is never issued
-  friend bool operator==(const ObjectId&, const ObjectId&) = default;
-};
 
 // The next process-wide generation (never 0). Thread-safe.
 uint32_t next_generation();

@@ -7,14 +7,6 @@
 namespace simdev::service::client {
 namespace {
 
-constexpr unsigned kKindShift = 60;
-constexpr unsigned kDeviceShift = 52;
-constexpr unsigned kIndexShift = 32;
-constexpr uint64_t kIndexMask = kMaxObjects - 1;
-constexpr uint64_t kDeviceMask = kMaxDevices - 1;
-
-static_assert(sizeof(uintptr_t) == 8, "handles pack 64 bits into a pointer value");
-
 struct DeviceSlot {
   uint32_t generation = 0;
   std::shared_ptr<ClientDevice> device;
@@ -39,26 +31,6 @@ uint32_t next_generation() {
     g = counter.fetch_add(1, std::memory_order_relaxed) + 1;
   } while (g == 0);  // 0 marks a free slot and is never issued
   return g;
-}
-
-uintptr_t encode_handle(HandleKind kind, uint32_t device_slot, LocalId id) {
-  return (uint64_t{static_cast<uint32_t>(kind)} << kKindShift) |
-         ((uint64_t{device_slot} & kDeviceMask) << kDeviceShift) |
-         ((uint64_t{id.index} & kIndexMask) << kIndexShift) | id.generation;
-}
-
-std::optional<std::pair<uint32_t, LocalId>> decode_handle(uintptr_t value, HandleKind kind) {
-  const uint64_t bits = value;
-  if ((bits >> kKindShift) != static_cast<uint32_t>(kind)) {
-    return std::nullopt;
-  }
-  const auto slot = static_cast<uint32_t>((bits >> kDeviceShift) & kDeviceMask);
-  const LocalId id{static_cast<uint32_t>((bits >> kIndexShift) & kIndexMask),
-                   static_cast<uint32_t>(bits & 0xFFFFFFFFu)};
-  if (id.generation == 0) {
-    return std::nullopt;
-  }
-  return std::make_pair(slot, id);
 }
 
 std::string handle_text(const void* handle) {

@@ -1,9 +1,9 @@
-// Client handles are numbers, never pointers: kind (4 bits), device slot (8 bits), local
-// index (20 bits) and generation (32 bits) packed into the pointer value, as the simulator's
-// are. Generations come from one process-wide counter, so a handle of a destroyed device
-// never matches an object of the device that later takes its slot. Decoding checks kind,
-// slot, index and generation against the tables before anything is touched, so NULL,
-// forged, released and other-device handles are INVALID_HANDLE without a round trip.
+// Client handles are numbers, never pointers: a device slot and a local id packed by the
+// simulator's codec (simdev/device/base/handle_codec.hpp). Generations come from one
+// process-wide counter, so a handle of a destroyed device never matches an object of the
+// device that later takes its slot. Decoding checks kind, slot, index and generation against
+// the tables before anything is touched, so NULL, forged, released and other-device handles
+// are INVALID_HANDLE without a round trip.
 #pragma once
 
 #include <cstdint>
@@ -13,29 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include "simdev/device/base/handle_codec.hpp"
+
 namespace simdev::service::client {
 
-enum class HandleKind : uint32_t { kDevice = 1, kCalbin = 2, kBuffer = 3, kJob = 4, kKv = 5 };
-
-struct LocalId {
-  uint32_t index = 0;
-  uint32_t generation = 0;
-};
-
-inline constexpr uint32_t kMaxDevices = 256;
-inline constexpr uint32_t kMaxObjects = 1u << 20;
+// An object's id in its device's table of that kind.
+using LocalId = ObjectId;
 
 uint32_t next_generation();
 
-uintptr_t encode_handle(HandleKind kind, uint32_t device_slot, LocalId id);
-// The device slot and local id, or nullopt when the value cannot be a handle of that kind.
-std::optional<std::pair<uint32_t, LocalId>> decode_handle(uintptr_t value, HandleKind kind);
 std::string handle_text(const void* handle);
-
-template <class Handle>
-Handle* to_handle(HandleKind kind, uint32_t device_slot, LocalId id) {
-  return reinterpret_cast<Handle*>(encode_handle(kind, device_slot, id));
-}
 
 // Objects of one kind of one device, by local id. Not thread-safe: the device's mutex
 // guards it.
