@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "simdev/service/protocol.hpp"
-#include "simdev/service/server/frame_splitter.hpp"
+#include "simdev/service/server/session/frame_splitter.hpp"
 
 namespace svc = simdev::service;
 

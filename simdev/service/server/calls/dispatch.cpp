@@ -1,0 +1,920 @@
+#include "simdev/service/server/calls/dispatch.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <type_traits>
+
+#include <spdlog/spdlog.h>
+
+#include "abi/calrt_ext.h"
+#include "simdev/service/server/access/calbin_roots.hpp"
+#include "simdev/service/server/calls/sim_call.hpp"
+
+namespace simdev::service::server {
+namespace {
+
+// Bounds on what one response may carry, so that it stays inside one frame.
+constexpr uint64_t kMaxMapBytes = kMaxPayloadBytes - 4096;
+constexpr uint64_t kMaxTraceEvents = 1u << 16;
+constexpr uint64_t kMaxFaultHits = 1u << 12;
+constexpr uint64_t kMaxReportBytes = kMaxPayloadBytes - 4096;
+
+using Ctx = DispatchContext;
+
+const char* c_str(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+std::string str(const char* s) { return s != nullptr ? std::string(s) : std::string(); }
+
+template <class T>
+tl::expected<T*, Failure> get(const Ctx& c, WireHandle h, HandleKind kind, const char* field) {
+  auto found = c.objects->handles.find(h.id, kind, field);
+  if (!found) {
+    return tl::unexpected(
+        Failure{CALRT_INVALID_HANDLE, std::string(c.call_name) + ": " + found.error()});
+  }
+  return static_cast<T*>(*found);
+}
+
+Failure call(const Ctx& c, CalrtError* error) { return take_error(c.api, error); }
+
+template <class Ext>
+tl::expected<const Ext*, Failure> extension(const Ctx& c, CalrtExtensionType type, size_t size,
+                                            const char* name) {
+  const auto* ext = find_extension(c.api, type, size);
+  if (ext == nullptr) {
+    return tl::unexpected(Failure{
+        CALRT_UNIMPLEMENTED,
+        std::string(c.call_name) + ": the daemon's runtime offers no " + name + " extension"});
+  }
+  return reinterpret_cast<const Ext*>(ext);
+}
+
+#define SIMDEV_GET(var, Type, kind, wire, field)           \
+  auto var##_found = get<Type>(c, wire, kind, field);      \
+  if (!var##_found) return std::move(var##_found.error()); \
+  Type* var = *var##_found
+
+#define SIMDEV_EXT(var, Ext, type, size, name)             \
+  auto var##_found = extension<Ext>(c, type, size, name);  \
+  if (!var##_found) return std::move(var##_found.error()); \
+  const Ext* var = *var##_found
+
+template <class C>
+Failure run(Ctx& c, const typename C::In& in, typename C::Out& out);
+
+// ---- Device -------------------------------------------------------------------------
+
+template <>
+Failure run<DeviceCreate>(Ctx& c, const DeviceCreate::In& in, DeviceCreate::Out& out) {
+  if (c.objects->attached) {
+    return {CALRT_WRONG_STATE, "Device_Create: this session is attached to the device already"};
+  }
+  auto device = c.host->attach(in.kind, in.index, in.config, in.timeout_ns);
+  if (!device) return std::move(device.error());
+  c.objects->attached = true;
+  c.host->join(c.objects);
+  out.device.id = c.objects->handles.add(HandleKind::device, *device);
+  if (auto clock = extension<CalrtClockExtension>(c, CALRT_EXT_CLOCK,
+                                                  CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock")) {
+    auto args = make_args<Calrt_Clock_Get_Args>();
+    args.device = *device;
+    if (call(c, (*clock)->Clock_Get(&args)).ok()) out.clock_mode = get_enum(args.mode);
+  }
+  c.host->set_virtual_clock(out.clock_mode == CALRT_CLOCK_VIRTUAL);
+  return {};
+}
+
+template <>
+Failure run<DeviceDestroy>(Ctx& c, const DeviceDestroy::In& in, DeviceDestroy::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  if (device == nullptr) {
+    return {CALRT_INVALID_HANDLE, "Device_Destroy: field 'device': the NULL handle"};
+  }
+  return release_session(c);
+}
+
+template <>
+Failure run<DeviceStatus>(Ctx& c, const DeviceStatus::In& in, DeviceStatus::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_Status_Args>();
+  args.device = device;
+  Failure f = call(c, c.api->Device_Status(&args));
+  out.state = get_enum(args.state);
+  out.runtime_version = str(args.runtime_version);
+  out.firmware_version = str(args.firmware_version);
+  out.driver_version = str(args.driver_version);
+  out.device_name = str(args.device_name);
+  out.abi_major = args.abi_major;
+  out.abi_minor = args.abi_minor;
+  out.abi_patch = args.abi_patch;
+  out.chip_count = args.chip_count;
+  out.parallel_mode = args.parallel_mode;
+  out.error_count = args.error_count;
+  out.reset_count = args.reset_count;
+  out.device_time_ns = args.device_time_ns;
+  out.last_error = get_enum(args.last_error);
+  return f;
+}
+
+template <>
+Failure run<DeviceChipStatus>(Ctx& c, const DeviceChipStatus::In& in, DeviceChipStatus::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_ChipStatus_Args>();
+  args.device = device;
+  args.chip = in.chip;
+  Failure f = call(c, c.api->Device_ChipStatus(&args));
+  out.health = get_enum(args.health);
+  out.dram_total_bytes = args.dram_total_bytes;
+  out.dram_used_bytes = args.dram_used_bytes;
+  out.ecc_corrected = args.ecc_corrected;
+  out.ecc_uncorrected = args.ecc_uncorrected;
+  out.busy_time_ns = args.busy_time_ns;
+  return f;
+}
+
+std::optional<CalrtJobState> job_state(const CalrtApi* api, void* job) {
+  auto args = make_args<Calrt_Job_Status_Args>();
+  args.job = static_cast<CalrtJob*>(job);
+  if (take_error(api, api->Job_Status(&args)).code != CALRT_OK) return std::nullopt;
+  return args.state;
+}
+
+template <>
+Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  // The other sessions' jobs in flight now are the ones this reset will cancel: each is
+  // marked, so that its owner learns it was preempted instead of seeing a cancel it never
+  // asked for.
+  std::vector<std::pair<SessionObjects*, uint64_t>> in_flight;
+  for (SessionObjects* other : c.host->sessions()) {
+    if (other == c.objects) continue;
+    for (const auto& [id, handle] : other->handles.of_kind(HandleKind::job)) {
+      const auto state = job_state(c.api, handle);
+      if (state && !calrt_job_state_final(*state)) in_flight.emplace_back(other, id);
+    }
+  }
+  auto args = make_args<Calrt_Device_Reset_Args>();
+  args.device = device;
+  put_enum(args.level, in.level);
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Device_Reset(&args));
+  out.state = get_enum(args.state);
+  for (const auto& [other, id] : in_flight) {
+    const auto handle = other->handles.find(id, HandleKind::job, "job");
+    const auto state = handle ? job_state(c.api, *handle) : std::nullopt;
+    if (state == CALRT_JOB_CANCELLED) other->preempted_by[id] = c.session_id;
+  }
+  if (!in_flight.empty()) {
+    spdlog::info("session {}: Device_Reset level {} ended {} job(s) of other sessions",
+                 c.session_id, in.level, in_flight.size());
+  }
+  return f;
+}
+
+template <>
+Failure run<DeviceSetParallelMode>(Ctx& c, const DeviceSetParallelMode::In& in,
+                                   DeviceSetParallelMode::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = make_args<Calrt_Device_SetParallelMode_Args>();
+  args.device = device;
+  args.enable = in.enable;
+  return call(c, c.api->Device_SetParallelMode(&args));
+}
+
+// ---- Calbin -------------------------------------------------------------------------
+
+template <>
+Failure run<CalbinCreate>(Ctx& c, const CalbinCreate::In& in, CalbinCreate::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  std::optional<std::string> path = in.path;
+  if (path && c.calbin_roots != nullptr && !c.calbin_roots->empty()) {
+    auto confined = confine_to_roots(*path, *c.calbin_roots);
+    if (!confined) return Failure{CALRT_INVALID_ARGUMENT, "Calbin_Create: " + confined.error()};
+    path = confined->string();  // the checked path is the one opened
+  }
+  auto args = make_args<Calrt_Calbin_Create_Args>();
+  args.device = device;
+  args.path = c_str(path);
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Calbin_Create(&args));
+  if (f.ok()) out.calbin.id = c.objects->handles.add(HandleKind::calbin, args.calbin);
+  return f;
+}
+
+void forget_buffer_mappings(SessionObjects& objects, uint64_t buffer_id) {
+  std::erase_if(objects.mappings, [&](const auto& m) { return m.first.first == buffer_id; });
+}
+
+template <>
+Failure run<CalbinDestroy>(Ctx& c, const CalbinDestroy::In& in, CalbinDestroy::Out&) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Calbin_Destroy_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Calbin_Destroy(&args));
+  if (f.ok()) {
+    // The runtime released the calbin's buffers, jobs and KV handles with it.
+    c.objects->handles.remove(in.handle.id);
+    for (uint64_t child : c.objects->handles.remove_children(in.handle.id)) {
+      forget_buffer_mappings(*c.objects, child);
+    }
+  }
+  return f;
+}
+
+template <>
+Failure run<CalbinGetInfo>(Ctx& c, const CalbinGetInfo::In& in, CalbinGetInfo::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Calbin_GetInfo_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Calbin_GetInfo(&args));
+  out.calbin_version = str(args.calbin_version);
+  out.architecture = str(args.architecture);
+  out.runtime_abi = str(args.runtime_abi);
+  out.model_count = args.model_count;
+  out.chip_count = args.chip_count;
+  out.vocab = args.vocab;
+  out.context = args.context;
+  out.batch = args.batch;
+  out.layers = args.layers;
+  out.hidden = args.hidden;
+  out.q_heads = args.q_heads;
+  out.kv_heads = args.kv_heads;
+  out.head_dim = args.head_dim;
+  out.prefill_chunk = args.prefill_chunk;
+  out.kv_dtype = get_enum(args.kv_dtype);
+  out.configured = args.configured;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetModel>(Ctx& c, const CalbinGetModel::In& in, CalbinGetModel::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetModel_Args>();
+  args.calbin = calbin;
+  args.model_index = in.model_index;
+  Failure f = call(c, c.api->Calbin_GetModel(&args));
+  out.name = str(args.name);
+  out.type = get_enum(args.type);
+  out.input_count = args.input_count;
+  out.output_count = args.output_count;
+  out.csr_count = args.csr_count;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetTensor>(Ctx& c, const CalbinGetTensor::In& in, CalbinGetTensor::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetTensor_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  put_enum(args.direction, in.direction);
+  args.index = in.index;
+  Failure f = call(c, c.api->Calbin_GetTensor(&args));
+  out.name = str(args.name);
+  out.role = get_enum(args.role);
+  out.dtype = get_enum(args.dtype);
+  out.rank = args.rank;
+  std::copy(std::begin(args.dims), std::end(args.dims), out.dims.begin());
+  out.layout = get_enum(args.layout);
+  out.tile_d0 = args.tile_d0;
+  out.size_bytes = args.size_bytes;
+  out.device_address = args.device_address;
+  out.chip_mask = args.chip_mask;
+  return f;
+}
+
+template <>
+Failure run<CalbinGetCsr>(Ctx& c, const CalbinGetCsr::In& in, CalbinGetCsr::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_GetCsr_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  args.index = in.index;
+  Failure f = call(c, c.api->Calbin_GetCsr(&args));
+  out.name = str(args.name);
+  out.address = args.address;
+  return f;
+}
+
+template <>
+Failure run<CalbinConfigure>(Ctx& c, const CalbinConfigure::In& in, CalbinConfigure::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Calbin_Configure_Args>();
+  args.calbin = calbin;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Calbin_Configure(&args));
+  out.configure_time_ns = args.configure_time_ns;
+  out.chip_count = args.chip_count;
+  std::copy(std::begin(args.memory_used_bytes), std::end(args.memory_used_bytes),
+            out.memory_used_bytes.begin());
+  return f;
+}
+
+// ---- Buffer -------------------------------------------------------------------------
+
+template <>
+Failure run<BufferCreate>(Ctx& c, const BufferCreate::In& in, BufferCreate::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Buffer_Create_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  put_enum(args.direction, in.direction);
+  args.slot = in.slot;
+  Failure f = call(c, c.api->Buffer_Create(&args));
+  if (f.ok()) out.buffer.id = c.objects->handles.add(HandleKind::buffer, args.buffer, in.calbin.id);
+  return f;
+}
+
+template <>
+Failure run<BufferDestroy>(Ctx& c, const BufferDestroy::In& in, BufferDestroy::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.handle, "handle");
+  auto args = make_args<Calrt_Buffer_Destroy_Args>();
+  args.buffer = buffer;
+  Failure f = call(c, c.api->Buffer_Destroy(&args));
+  if (f.ok()) {
+    c.objects->handles.remove(in.handle.id);
+    forget_buffer_mappings(*c.objects, in.handle.id);
+  }
+  return f;
+}
+
+template <>
+Failure run<BufferMap>(Ctx& c, const BufferMap::In& in, BufferMap::Out& out) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_Map_Args>();
+  args.buffer = buffer;
+  args.tensor_index = in.tensor_index;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Buffer_Map(&args));
+  if (!f.ok()) return f;
+  if (args.size_bytes > kMaxMapBytes || (args.data == nullptr && args.size_bytes > 0)) {
+    auto unmap = make_args<Calrt_Buffer_Unmap_Args>();
+    unmap.buffer = buffer;
+    unmap.tensor_index = in.tensor_index;
+    (void)call(c, c.api->Buffer_Unmap(&unmap));
+    return {CALRT_OUT_OF_RANGE,
+            "Buffer_Map: buffer " + std::to_string(in.buffer.id) + " tensor " +
+                std::to_string(in.tensor_index) + ": " + std::to_string(args.size_bytes) +
+                " bytes exceed the service's frame limit of " + std::to_string(kMaxMapBytes)};
+  }
+  const auto* bytes = static_cast<const uint8_t*>(args.data);
+  if (!c.in_batch) out.data.assign(bytes, bytes + args.size_bytes);
+  c.objects->mappings[{in.buffer.id, in.tensor_index}] = {args.data, args.size_bytes};
+  return {};
+}
+
+template <>
+Failure run<BufferUnmap>(Ctx& c, const BufferUnmap::In& in, BufferUnmap::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  if (in.write_back > 1) {
+    return {CALRT_INVALID_ARGUMENT, "Buffer_Unmap: field 'write_back': " +
+                                        std::to_string(in.write_back) + " is neither 0 nor 1"};
+  }
+  const auto key = std::make_pair(in.buffer.id, in.tensor_index);
+  const auto mapping = c.objects->mappings.find(key);
+  if (in.write_back == 1 && mapping != c.objects->mappings.end()) {
+    if (in.data.size() != mapping->second.size) {
+      return {CALRT_INVALID_ARGUMENT, "Buffer_Unmap: buffer " + std::to_string(in.buffer.id) +
+                                          " tensor " + std::to_string(in.tensor_index) +
+                                          ": write-back of " + std::to_string(in.data.size()) +
+                                          " bytes, the tensor has " +
+                                          std::to_string(mapping->second.size)};
+    }
+    if (!in.data.empty()) std::memcpy(mapping->second.data, in.data.data(), in.data.size());
+  }
+  auto args = make_args<Calrt_Buffer_Unmap_Args>();
+  args.buffer = buffer;
+  args.tensor_index = in.tensor_index;
+  Failure f = call(c, c.api->Buffer_Unmap(&args));
+  if (f.ok()) c.objects->mappings.erase(key);
+  return f;
+}
+
+template <>
+Failure run<BufferSetCsr>(Ctx& c, const BufferSetCsr::In& in, BufferSetCsr::Out&) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_SetCsr_Args>();
+  args.buffer = buffer;
+  args.csr_index = in.csr_index;
+  args.value = in.value;
+  return call(c, c.api->Buffer_SetCsr(&args));
+}
+
+template <>
+Failure run<BufferGetCsr>(Ctx& c, const BufferGetCsr::In& in, BufferGetCsr::Out& out) {
+  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
+  auto args = make_args<Calrt_Buffer_GetCsr_Args>();
+  args.buffer = buffer;
+  args.csr_index = in.csr_index;
+  Failure f = call(c, c.api->Buffer_GetCsr(&args));
+  out.value = args.value;
+  return f;
+}
+
+// ---- Job ----------------------------------------------------------------------------
+
+template <>
+Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
+  SIMDEV_GET(output, CalrtBuffer, HandleKind::buffer, in.output, "output");
+  auto args = make_args<Calrt_Job_Submit_Args>();
+  args.calbin = calbin;
+  args.model_name = c_str(in.model_name);
+  args.input = input;
+  args.output = output;
+  Failure f = call(c, c.api->Job_Submit(&args));
+  if (f.ok()) {
+    out.job.id = c.objects->handles.add(HandleKind::job, args.job, in.calbin.id);
+    c.host->trace().job_submitted(c.session_id);
+  }
+  return f;
+}
+
+// The simulator's Job_Status, without the daemon's PREEMPTED rewrite of a cancelled job.
+Failure job_status(Ctx& c, CalrtJob* job, JobStatusOut& out) {
+  auto args = make_args<Calrt_Job_Status_Args>();
+  args.job = job;
+  Failure f = call(c, c.api->Job_Status(&args));
+  out.state = get_enum(args.state);
+  out.code = get_enum(args.code);
+  out.message = str(args.message);
+  out.submit_time_ns = args.submit_time_ns;
+  out.start_time_ns = args.start_time_ns;
+  out.end_time_ns = args.end_time_ns;
+  out.h2d_end_time_ns = args.h2d_end_time_ns;
+  out.compute_end_time_ns = args.compute_end_time_ns;
+  out.compute_start_time_ns = args.compute_start_time_ns;
+  return f;
+}
+
+// The tensors a completed job's wait brings along: each mapped, copied and unmapped at once,
+// exclusive of the device lane, so no other call sees the mapping. A tensor that cannot be
+// mapped now (the host mapped it meanwhile, a bad index) is left out: the client then maps it
+// with a call of its own, which reports why.
+void fetch_outputs(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
+  auto found = c.objects->handles.find(in.output.id, HandleKind::buffer, "output");
+  if (!found) return;
+  auto* buffer = static_cast<CalrtBuffer*>(*found);
+  uint64_t total = 0;
+  for (const TensorIndex& tensor : in.fetch) {
+    if (c.objects->mappings.contains({in.output.id, tensor.index})) continue;
+    auto map = make_args<Calrt_Buffer_Map_Args>();
+    map.buffer = buffer;
+    map.tensor_index = tensor.index;
+    if (!call(c, c.api->Buffer_Map(&map)).ok()) continue;
+    total += map.size_bytes;
+    if (total <= kMaxMapBytes && (map.data != nullptr || map.size_bytes == 0)) {
+      const auto* bytes = static_cast<const uint8_t*>(map.data);
+      out.outputs.push_back(FetchedTensor{tensor.index, Bytes(bytes, bytes + map.size_bytes)});
+    }
+    auto unmap = make_args<Calrt_Buffer_Unmap_Args>();
+    unmap.buffer = buffer;
+    unmap.tensor_index = tensor.index;
+    (void)call(c, c.api->Buffer_Unmap(&unmap));
+  }
+}
+
+// Runs on the session's wait lane (or on the device lane, at the end of a batch): it reads
+// the handle table (which locks itself) and the simulator, never the session's device-lane
+// state (preempted_by concerns cancelled jobs, whose status is not sent along).
+template <>
+Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.job, "job");
+  auto args = make_args<Calrt_Job_Wait_Args>();
+  args.job = job;
+  args.timeout_ns = in.timeout_ns;
+  Failure f = call(c, c.api->Job_Wait(&args));
+  out.job = in.job;
+  out.result = get_enum(args.result);
+  out.state = get_enum(args.state);
+  if (args.state == CALRT_JOB_COMPLETED || args.state == CALRT_JOB_FAILED ||
+      args.state == CALRT_JOB_TIMED_OUT) {
+    JobStatusOut status;
+    if (job_status(c, job, status).ok() && status.state == out.state) {
+      out.status.push_back(std::move(status));
+    }
+  }
+  if (args.state == CALRT_JOB_COMPLETED && !in.fetch.empty() && c.on_device_lane) {
+    c.on_device_lane([&] { fetch_outputs(c, in, out); });
+  }
+  return f;
+}
+
+// Job 0: the job of the session's last batch that waits (SessionObjects::batch_job).
+OneHandle job_named(const Ctx& c, const OneHandle& in) {
+  return in.handle.id == 0 ? OneHandle{WireHandle{c.objects->batch_job}} : in;
+}
+
+template <>
+Failure run<JobStatus>(Ctx& c, const JobStatus::In& named, JobStatus::Out& out) {
+  const OneHandle in = job_named(c, named);
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  Failure f = job_status(c, job, out);
+  if (const auto by = c.objects->preempted_by.find(in.handle.id);
+      by != c.objects->preempted_by.end() && out.state == CALRT_JOB_CANCELLED) {
+    out.code = CALRT_PREEMPTED;
+    out.message = "preempted: session " + std::to_string(by->second) +
+                  " reset the shared device while this job was in flight (" + out.message + ")";
+  }
+  return f;
+}
+
+template <>
+Failure run<JobCancel>(Ctx& c, const JobCancel::In& named, JobCancel::Out&) {
+  const OneHandle in = job_named(c, named);
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  auto args = make_args<Calrt_Job_Cancel_Args>();
+  args.job = job;
+  return call(c, c.api->Job_Cancel(&args));
+}
+
+template <>
+Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& named, JobDestroy::Out&) {
+  const OneHandle in = job_named(c, named);
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  auto args = make_args<Calrt_Job_Destroy_Args>();
+  args.job = job;
+  Failure f = call(c, c.api->Job_Destroy(&args));
+  if (f.ok()) {
+    c.objects->handles.remove(in.handle.id);
+    c.objects->preempted_by.erase(in.handle.id);
+  }
+  return f;
+}
+
+// ---- KV -----------------------------------------------------------------------------
+
+template <>
+Failure run<KvAllocate>(Ctx& c, const KvAllocate::In& in, KvAllocate::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
+  auto args = make_args<Calrt_Kv_Allocate_Args>();
+  args.calbin = calbin;
+  args.capacity_tokens = in.capacity_tokens;
+  Failure f = call(c, c.api->Kv_Allocate(&args));
+  if (f.ok()) out.kv.id = c.objects->handles.add(HandleKind::kv, args.kv, in.calbin.id);
+  return f;
+}
+
+template <>
+Failure run<KvApply>(Ctx& c, const KvApply::In& in, KvApply::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.kv, "kv");
+  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
+  auto args = make_args<Calrt_Kv_Apply_Args>();
+  args.kv = kv;
+  args.input = input;
+  args.row = in.row;
+  return call(c, c.api->Kv_Apply(&args));
+}
+
+template <>
+Failure run<KvFree>(Ctx& c, const KvFree::In& in, KvFree::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Free_Args>();
+  args.kv = kv;
+  Failure f = call(c, c.api->Kv_Free(&args));
+  if (f.ok()) c.objects->handles.remove(in.handle.id);
+  return f;
+}
+
+template <>
+Failure run<KvClear>(Ctx& c, const KvClear::In& in, KvClear::Out&) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Clear_Args>();
+  args.kv = kv;
+  return call(c, c.api->Kv_Clear(&args));
+}
+
+template <>
+Failure run<KvInfo>(Ctx& c, const KvInfo::In& in, KvInfo::Out& out) {
+  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Info_Args>();
+  args.kv = kv;
+  Failure f = call(c, c.api->Kv_Info(&args));
+  out.capacity_tokens = args.capacity_tokens;
+  out.filled_tokens = args.filled_tokens;
+  return f;
+}
+
+template <>
+Failure run<KvCapacity>(Ctx& c, const KvCapacity::In& in, KvCapacity::Out& out) {
+  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
+  auto args = make_args<Calrt_Kv_Capacity_Args>();
+  args.calbin = calbin;
+  Failure f = call(c, c.api->Kv_Capacity(&args));
+  out.total_tokens = args.total_tokens;
+  out.free_tokens = args.free_tokens;
+  out.largest_free_tokens = args.largest_free_tokens;
+  out.bytes_per_token_per_chip = args.bytes_per_token_per_chip;
+  out.live_handles = args.live_handles;
+  return f;
+}
+
+// ---- Extensions ---------------------------------------------------------------------
+
+template <>
+Failure run<ClockGet>(Ctx& c, const ClockGet::In& in, ClockGet::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
+  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
+  auto args = make_args<Calrt_Clock_Get_Args>();
+  args.device = device;
+  Failure f = call(c, ext->Clock_Get(&args));
+  out.mode = get_enum(args.mode);
+  out.device_time_ns = args.device_time_ns;
+  return f;
+}
+
+template <>
+Failure run<ClockHostSpend>(Ctx& c, const ClockHostSpend::In& in, ClockHostSpend::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
+  auto args = make_args<Calrt_Clock_HostSpend_Args>();
+  args.device = device;
+  args.duration_ns = in.duration_ns;
+  return call(c, ext->Clock_HostSpend(&args));
+}
+
+template <>
+Failure run<TraceEnable>(Ctx& c, const TraceEnable::In& in, TraceEnable::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
+  // This session's recording only (trace_demux.hpp).
+  return c.host->trace().enable({c.api, ext, device}, c.session_id, in.enable != 0,
+                                in.capacity_events);
+}
+
+template <>
+Failure run<TraceRead>(Ctx& c, const TraceRead::In& in, TraceRead::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtTraceExtension, CALRT_EXT_TRACE, CALRT_TRACE_EXTENSION_STRUCT_SIZE, "trace");
+  // The caller may ask for more than one frame carries; it reads the rest on the next call.
+  return c.host->trace().read({c.api, ext, device}, c.session_id,
+                              std::min(in.capacity, kMaxTraceEvents), out.events, out.dropped);
+}
+
+template <>
+Failure run<FaultSetPlan>(Ctx& c, const FaultSetPlan::In& in, FaultSetPlan::Out&) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtFaultExtension, CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE, "fault");
+  if (in.plan_null > 1) {
+    return {CALRT_INVALID_ARGUMENT, "Fault_SetPlan: field 'plan_null': " +
+                                        std::to_string(in.plan_null) + " is neither 0 nor 1"};
+  }
+  // plan_size is the caller's; with a plan present it must describe the bytes that came,
+  // or the runtime would read past them.
+  if (in.plan_null == 0 && in.plan_size != in.plan.size()) {
+    return {CALRT_INVALID_ARGUMENT,
+            "Fault_SetPlan: field 'plan_size': " + std::to_string(in.plan_size) +
+                " but the plan has " + std::to_string(in.plan.size()) + " bytes"};
+  }
+  static const char kEmpty[1] = {0};
+  auto args = make_args<Calrt_Fault_SetPlan_Args>();
+  args.device = device;
+  args.plan = in.plan_null      ? nullptr
+              : in.plan.empty() ? kEmpty
+                                : reinterpret_cast<const char*>(in.plan.data());
+  args.plan_size = static_cast<size_t>(in.plan_size);
+  return call(c, ext->Fault_SetPlan(&args));
+}
+
+template <>
+Failure run<FaultGetHits>(Ctx& c, const FaultGetHits::In& in, FaultGetHits::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtFaultExtension, CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE, "fault");
+  std::vector<CalrtFaultHit> hits(std::min<uint64_t>(in.capacity, kMaxFaultHits));
+  auto args = make_args<Calrt_Fault_GetHits_Args>();
+  args.device = device;
+  args.hits = hits.empty() ? nullptr : hits.data();
+  args.hit_struct_size = sizeof(CalrtFaultHit);
+  args.capacity = hits.size();
+  Failure f = call(c, ext->Fault_GetHits(&args));
+  out.count = args.count;
+  const size_t written = std::min(args.count, hits.size());
+  for (size_t i = 0; f.ok() && i < written; ++i) {
+    out.hits.push_back({str(hits[i].kind), str(hits[i].site), hits[i].count});
+  }
+  return f;
+}
+
+template <>
+Failure run<DiagReport>(Ctx& c, const DiagReport::In& in, DiagReport::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
+  std::vector<char> buffer(std::min<uint64_t>(in.capacity, kMaxReportBytes));
+  auto args = make_args<Calrt_Diag_Report_Args>();
+  args.device = device;
+  args.buffer = buffer.empty() ? nullptr : buffer.data();
+  args.capacity = buffer.size();
+  Failure f = call(c, ext->Diag_Report(&args));
+  out.size = args.size;
+  if (f.ok() && args.size <= buffer.size()) {
+    out.report.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(args.size));
+  }
+  return f;
+}
+
+template <>
+Failure run<DiagStateHash>(Ctx& c, const DiagStateHash::In& in, DiagStateHash::Out& out) {
+  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
+  SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
+  auto args = make_args<Calrt_Diag_StateHash_Args>();
+  args.device = device;
+  Failure f = call(c, ext->Diag_StateHash(&args));
+  out.hash = args.hash;
+  return f;
+}
+
+// ---- Service ------------------------------------------------------------------------
+
+// The held calls run as if they had come one by one (the same handlers, the same errors),
+// only without a lane visit and a round trip each.
+template <>
+Failure run<Batch>(Ctx& c, const Batch::In& in, Batch::Out& out) {
+  if (in.calls.size() > kMaxBatchCalls) {
+    return {CALRT_INVALID_ARGUMENT, "Batch: " + std::to_string(in.calls.size()) +
+                                        " calls, at most " + std::to_string(kMaxBatchCalls)};
+  }
+  std::vector<Request> requests;
+  requests.reserve(in.calls.size());
+  for (size_t i = 0; i < in.calls.size(); ++i) {
+    const std::string where = "Batch: calls[" + std::to_string(i) + "]: ";
+    auto decoded = decode_request_payload(in.calls[i].request);
+    if (!decoded) return {CALRT_INVALID_ARGUMENT, where + decoded.error()};
+    const Call call = call_of(*decoded);
+    const bool held = call == Call::buffer_map || call == Call::buffer_unmap ||
+                      call == Call::buffer_set_csr || call == Call::job_destroy;
+    const bool last_submit = call == Call::job_submit && i + 1 == in.calls.size();
+    if (!held && !last_submit) {
+      return {CALRT_INVALID_ARGUMENT,
+              where + to_string(call) +
+                  " cannot be batched (only Buffer_Map, Buffer_Unmap, Buffer_SetCsr, "
+                  "Job_Destroy, then Job_Submit, then Job_Wait of job 0)"};
+    }
+    requests.push_back(std::move(*decoded));
+  }
+  c.in_batch = true;
+  for (const Request& request : requests) {
+    Outcome outcome = dispatch(c, request);
+    ++out.ran;
+    out.response = std::move(outcome.payload);
+    if (outcome.code != CALRT_OK) break;
+  }
+  c.in_batch = false;
+  c.call_name = to_string(Call::batch);
+  return {};
+}
+
+#undef SIMDEV_GET
+#undef SIMDEV_EXT
+
+void log_release_error(const char* what, uint64_t id, const Failure& f) {
+  if (!f.ok()) spdlog::debug("session release: {} {}: {}", what, id, f.message);
+}
+
+}  // namespace
+
+namespace {
+
+// Calls that act on every session's work, not only the caller's: the control role's
+// (PROTOCOL.md, "Security model").
+bool device_wide(Call call) {
+  return call == Call::device_reset || call == Call::device_set_parallel_mode ||
+         call == Call::fault_set_plan;
+}
+
+}  // namespace
+
+Outcome dispatch(DispatchContext& context, const Request& request) {
+  return std::visit(
+      [&](const auto& tagged) {
+        using C = typename std::decay_t<decltype(tagged)>::CallType;
+        Response<C> response;
+        context.call_name = to_string(C::kCall);
+        if (device_wide(C::kCall) && !context.control) {
+          response.code = CALRT_PERMISSION_DENIED;
+          response.message = std::string(context.call_name) +
+                             ": acts on every session of the shared device, and this session "
+                             "has no control role (the daemon's uid, root, --control-uid, or "
+                             "TCP with the token)";
+          return Outcome{C::kCall, response.code, encode_response_payload<C>(response)};
+        }
+        try {
+          Failure f = run<C>(context, tagged.in, response.out);
+          response.code = f.code;
+          response.message = std::move(f.message);
+        } catch (const std::exception& e) {
+          response = Response<C>{};
+          response.code = CALRT_INTERNAL;
+          response.message = std::string(to_string(C::kCall)) + ": daemon exception: " + e.what();
+        }
+        return Outcome{C::kCall, response.code, encode_response_payload<C>(response)};
+      },
+      request);
+}
+
+Outcome refused_outcome(const Request& request, uint32_t code, const std::string& message) {
+  return std::visit(
+      [&](const auto& tagged) {
+        using C = typename std::decay_t<decltype(tagged)>::CallType;
+        Response<C> response;
+        response.code = code;
+        response.message = std::string(to_string(C::kCall)) + ": " + message;
+        return Outcome{C::kCall, code, encode_response_payload<C>(response)};
+      },
+      request);
+}
+
+Failure release_session(DispatchContext& c) {
+  SessionObjects& objects = *c.objects;
+  const CalrtApi* api = c.api;
+  // Jobs first: a job owns its buffers and KV until it is final.
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::job)) {
+    auto cancel = make_args<Calrt_Job_Cancel_Args>();
+    cancel.job = static_cast<CalrtJob*>(handle);
+    log_release_error("job cancel", id, take_error(api, api->Job_Cancel(&cancel)));
+    auto destroy = make_args<Calrt_Job_Destroy_Args>();
+    destroy.job = static_cast<CalrtJob*>(handle);
+    log_release_error("job destroy", id, take_error(api, api->Job_Destroy(&destroy)));
+  }
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::kv)) {
+    auto args = make_args<Calrt_Kv_Free_Args>();
+    args.kv = static_cast<CalrtKv*>(handle);
+    log_release_error("KV free", id, take_error(api, api->Kv_Free(&args)));
+  }
+  for (const auto& [key, mapping] : objects.mappings) {
+    auto buffer = objects.handles.find(key.first, HandleKind::buffer, "buffer");
+    if (!buffer) continue;
+    auto args = make_args<Calrt_Buffer_Unmap_Args>();
+    args.buffer = static_cast<CalrtBuffer*>(*buffer);
+    args.tensor_index = key.second;
+    log_release_error("buffer unmap", key.first, take_error(api, api->Buffer_Unmap(&args)));
+  }
+  objects.mappings.clear();
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::buffer)) {
+    auto args = make_args<Calrt_Buffer_Destroy_Args>();
+    args.buffer = static_cast<CalrtBuffer*>(handle);
+    log_release_error("buffer destroy", id, take_error(api, api->Buffer_Destroy(&args)));
+  }
+  for (const auto& [id, handle] : objects.handles.of_kind(HandleKind::calbin)) {
+    auto args = make_args<Calrt_Calbin_Destroy_Args>();
+    args.calbin = static_cast<CalrtCalbin*>(handle);
+    log_release_error("calbin destroy", id, take_error(api, api->Calbin_Destroy(&args)));
+  }
+  objects.handles.clear();
+  Failure detached;
+  if (objects.attached) {
+    objects.attached = false;
+    c.host->leave(c.objects);
+    c.host->trace().leave(c.host->trace_device(), c.session_id);
+    detached = c.host->detach();
+  }
+  return detached;
+}
+
+bool is_wait_call(const Request& request) {
+  return std::holds_alternative<Tagged<JobWait>>(request);
+}
+
+std::optional<JobWait::In> take_trailing_wait(Request& request) {
+  auto* batch = std::get_if<Tagged<Batch>>(&request);
+  if (batch == nullptr || batch->in.calls.size() < 2) return std::nullopt;
+  std::vector<HeldCall>& calls = batch->in.calls;
+  auto wait = decode_request_payload(calls.back().request);
+  auto submit = decode_request_payload(calls[calls.size() - 2].request);
+  if (!wait || !submit || !std::holds_alternative<Tagged<JobSubmit>>(*submit)) return std::nullopt;
+  const auto* tagged = std::get_if<Tagged<JobWait>>(&*wait);
+  // Any other wait stays in the batch, which then refuses it, naming it.
+  if (tagged == nullptr || tagged->in.job.id != 0) return std::nullopt;
+  calls.pop_back();
+  return tagged->in;
+}
+
+std::optional<WireHandle> submitted_job(const Outcome& batch) {
+  auto answer = decode_response_payload<Batch>(batch.payload);
+  if (!answer || answer->code != CALRT_OK) return std::nullopt;
+  // The last call run answered; a submit's answer decodes only as a submit's.
+  auto submit = decode_response_payload<JobSubmit>(answer->out.response);
+  if (!submit || submit->code != CALRT_OK || submit->out.job.id == 0) return std::nullopt;
+  return submit->out.job;
+}
+
+Call call_of(const Request& request) {
+  return std::visit(
+      [](const auto& tagged) { return std::decay_t<decltype(tagged)>::CallType::kCall; }, request);
+}
+
+Call scheduled_as(const Request& request) {
+  const auto* batch = std::get_if<Tagged<Batch>>(&request);
+  if (batch == nullptr) return call_of(request);
+  // A batch ending with a submit is queued as that submit (PROTOCOL.md, "Late joiners").
+  if (!batch->in.calls.empty()) {
+    const Bytes& last = batch->in.calls.back().request;
+    if (last.size() >= 2 && (last[0] | last[1] << 8) == static_cast<int>(Call::job_submit)) {
+      return Call::job_submit;
+    }
+  }
+  return Call::batch;
+}
+
+}  // namespace simdev::service::server
