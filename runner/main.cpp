@@ -14,7 +14,7 @@
 #include "runner/bench/bench_cli.hpp"
 #include "runner/calibrate/calibrate_cli.hpp"
 #include "runner/conformance/conformance_cli.hpp"
-#include "runner/core/envelope.hpp"
+#include "runner/core/report/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/scenario/scenario_cli.hpp"
 #include "runner/smoke/smoke_cli.hpp"

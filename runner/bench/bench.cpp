@@ -17,9 +17,9 @@
 #include "runner/bench/bench_session.hpp"
 #include "runner/bench/bench_trace.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/jsonl.hpp"
-#include "runner/core/markdown.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/jsonl.hpp"
+#include "runner/core/report/markdown.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 

@@ -29,7 +29,7 @@
 #include "runner/bench/bench_host_time.hpp"
 #include "runner/bench/bench_records.hpp"
 #include "runner/bench/bench_session.hpp"
-#include "runner/core/progress.hpp"
+#include "runner/core/report/progress.hpp"
 
 namespace runner {
 

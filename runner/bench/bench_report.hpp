@@ -15,8 +15,8 @@
 #include "runner/bench/bench_metrics.hpp"
 #include "runner/bench/bench_options.hpp"
 #include "runner/bench/bench_records.hpp"
-#include "runner/core/envelope.hpp"
-#include "runner/core/markdown.hpp"
+#include "runner/core/report/envelope.hpp"
+#include "runner/core/report/markdown.hpp"
 
 namespace runner {
 

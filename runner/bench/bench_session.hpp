@@ -10,7 +10,7 @@
 #include "abi/calrt.hpp"
 #include "calbin/manifest.hpp"
 #include "runner/bench/bench_options.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/core/session.hpp"
 
 namespace runner {

@@ -12,11 +12,11 @@
 #include "runner/bench/bench_metrics.hpp"
 #include "runner/bench/bench_report.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/jsonl.hpp"
-#include "runner/core/markdown.hpp"
-#include "runner/core/output_file.hpp"
-#include "runner/core/progress.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/jsonl.hpp"
+#include "runner/core/report/markdown.hpp"
+#include "runner/core/report/output_file.hpp"
+#include "runner/core/report/progress.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

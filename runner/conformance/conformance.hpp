@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "abi/calrt.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 
 namespace runner {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runner/conformance/conformance.hpp"
-#include "runner/core/junit.hpp"
+#include "runner/core/report/junit.hpp"
 
 namespace runner {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 
 namespace runner {
 

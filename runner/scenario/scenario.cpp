@@ -9,11 +9,11 @@
 #include <stdexcept>
 
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/jsonl.hpp"
-#include "runner/core/junit.hpp"
-#include "runner/core/markdown.hpp"
-#include "runner/core/output_file.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/jsonl.hpp"
+#include "runner/core/report/junit.hpp"
+#include "runner/core/report/markdown.hpp"
+#include "runner/core/report/output_file.hpp"
+#include "runner/core/report/report.hpp"
 #include "runner/scenario/scenario_campaign.hpp"
 #include "runner/scenario/scenario_checks.hpp"
 #include "runner/scenario/scenario_context.hpp"

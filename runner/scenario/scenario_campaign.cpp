@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runner/core/progress.hpp"
+#include "runner/core/report/progress.hpp"
 #include "runner/core/sampling.hpp"
 #include "runner/scenario/scenario_checks.hpp"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "abi/calrt_ext.hpp"
-#include "runner/core/calbin_cache.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/calbin_cache.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/scenario/scenario_engine.hpp"
 #include "runner/scenario/scenario_options.hpp"
 #include "runner/scenario/scenario_report.hpp"

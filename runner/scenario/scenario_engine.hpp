@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/calrt_ext.hpp"
-#include "runner/core/calbin_cache.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/calbin_cache.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/scenario/scenario_file.hpp"
 
 namespace runner {

@@ -8,7 +8,7 @@
 
 #include "calbin/acceptance/checks.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/output_file.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/output_file.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cstdio>
 
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "calbin/manifest.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 #include "runner/tools/inventory.hpp"
 
 namespace runner {

@@ -11,9 +11,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "runner/core/envelope.hpp"
+#include "runner/core/report/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/output_file.hpp"
+#include "runner/core/report/output_file.hpp"
 
 namespace runner {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "calbin/acceptance/capacity.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

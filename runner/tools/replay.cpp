@@ -19,9 +19,9 @@
 #include "abi/calrt_loader.hpp"
 #include "abi/validate/codec.hpp"
 #include "abi/validate/validate_layer.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/core/exit_codes.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "abi/validate/codec.hpp"
 #include "runner/conformance/conformance.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/smoke/smoke.hpp"
 #include "runner/tools/replay.hpp"
 #include "tests/runner/calrt_process.hpp"

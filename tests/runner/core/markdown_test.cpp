@@ -1,5 +1,5 @@
 // markdown_report: whatever a cell or the command line holds, the table keeps its shape.
-#include "runner/core/markdown.hpp"
+#include "runner/core/report/markdown.hpp"
 
 #include <gtest/gtest.h>
 

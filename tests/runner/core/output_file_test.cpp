@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "runner/core/output_file.hpp"
+#include "runner/core/report/output_file.hpp"
 
 namespace fs = std::filesystem;
 

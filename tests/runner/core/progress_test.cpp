@@ -1,6 +1,6 @@
 // The progress line: its text (count, item, rate, time left), nothing written when disabled
 // (not a terminal, or --quiet), and erased when done.
-#include "runner/core/progress.hpp"
+#include "runner/core/report/progress.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Every command's JSON report opens with the same envelope (runner/core/envelope.hpp): one
+// Every command's JSON report opens with the same envelope (runner/core/report/envelope.hpp): one
 // reader can tell what produced a report, how to run it again, its verdict and what it
 // counted, whichever command wrote it. Each command is run for real, on the tiny calbin, and
 // its report read back; a failing and a bad-input run show the verdict moves with the facts.

@@ -1,4 +1,4 @@
-// --jsonl and --md (runner/core/jsonl.hpp, markdown.hpp), run for real on the tiny calbin:
+// --jsonl and --md (runner/core/report/jsonl.hpp, markdown.hpp), run for real on the tiny calbin:
 // one record per result, as it finishes, and a last line that is the report's envelope;
 // a markdown table a row per result. The counts are checked against the --json report of the
 // same run, and the per-run bench figures against the request's own arithmetic. Bad paths

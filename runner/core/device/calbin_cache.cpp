@@ -1,4 +1,4 @@
-#include "runner/core/calbin_cache.hpp"
+#include "runner/core/device/calbin_cache.hpp"
 
 #include <cstdio>
 #include <system_error>

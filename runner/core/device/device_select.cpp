@@ -1,4 +1,4 @@
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "simdev/service/endpoint.hpp"
 
 #include <dlfcn.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/envelope.hpp"
+#include "runner/core/report/envelope.hpp"
 
 namespace runner {
 

@@ -1,4 +1,4 @@
-#include "runner/core/output_file.hpp"
+#include "runner/core/report/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-#include "runner/core/junit.hpp"
+#include "runner/core/report/junit.hpp"
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
 
 #include <cstdint>
 
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 namespace runner {
 namespace {

@@ -1,4 +1,4 @@
-#include "runner/core/jsonl.hpp"
+#include "runner/core/report/jsonl.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "runner/core/markdown.hpp"
+#include "runner/core/report/markdown.hpp"
 
 #include "version/version.hpp"
 

@@ -1,4 +1,4 @@
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 
 #include <unistd.h>
 

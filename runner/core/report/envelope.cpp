@@ -1,4 +1,4 @@
-#include "runner/core/envelope.hpp"
+#include "runner/core/report/envelope.hpp"
 
 #include "version/version.hpp"
 

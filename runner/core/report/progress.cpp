@@ -1,4 +1,4 @@
-#include "runner/core/progress.hpp"
+#include "runner/core/report/progress.hpp"
 
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>

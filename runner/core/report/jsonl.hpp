@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/core/envelope.hpp"
+#include "runner/core/report/envelope.hpp"
 
 namespace runner {
 
