@@ -68,22 +68,9 @@ void describe_device(const calrt::Device& device, const DeviceSpec& spec, nlohma
 
 }  // namespace
 
-const char* reset_level_name(calrt::ResetLevel level) {
-  switch (level) {
-    case calrt::ResetLevel::job_abort:
-      return "job-abort";
-    case calrt::ResetLevel::cores:
-      return "cores";
-    case calrt::ResetLevel::chip:
-      return "chip";
-    case calrt::ResetLevel::full:
-      return "full";
-  }
-  return "?";
-}
+int run_info(const InfoOptions& options) { return run_device_status("info", options, nullptr); }
 
-int run_info(const InfoOptions& options) {
-  const char* command = options.reset ? "reset" : "info";
+int run_device_status(const char* command, const InfoOptions& options, const DeviceAction& act) {
   nlohmann::json doc = {{"device", options.device}};
   int exit_code = kExitPass;
   std::string failure;
@@ -105,14 +92,7 @@ int run_info(const InfoOptions& options) {
       return kExitUsage;
     }
     calrt::Device device = open_device(api, spec, std::chrono::milliseconds(options.timeout_ms));
-    if (options.reset) {
-      const calrt::DeviceState state =
-          device.reset(*options.reset, std::chrono::milliseconds(options.timeout_ms));
-      std::printf("reset %s: device %s\n", reset_level_name(*options.reset),
-                  calrt::to_string(state));
-      doc["reset"] = {{"level", reset_level_name(*options.reset)},
-                      {"state", calrt::to_string(state)}};
-    }
+    if (act) act(device, doc);
     describe_device(device, spec, doc);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "calrt %s: %s\n", command, error.what());

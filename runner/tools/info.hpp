@@ -1,9 +1,13 @@
-// `calrt info`: opens a device and prints its status and every chip's status; `calrt reset`
-// resets it at a level first.
+// `calrt info`: opens a device and prints its status and every chip's status. The commands
+// that act on a device and then show its status (`calrt reset`, reset.hpp) run through
+// run_device_status.
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -18,15 +22,18 @@ struct InfoOptions {
   std::string device_config;
   uint32_t timeout_ms = 30000;
   std::optional<std::filesystem::path> json;
-  // `calrt reset --level L`: Device_Reset at that level before the status is shown (a shared
-  // device of `simdev serve` needs the control role for it).
-  std::optional<calrt::ResetLevel> reset;
 };
 
 // Returns the process exit code (exit_codes.hpp). Never throws.
 int run_info(const InfoOptions& options);
 
-// "job-abort", "cores", "chip", "full": the names `calrt reset --level` takes.
-const char* reset_level_name(calrt::ResetLevel level);
+// What a command does to the open device before its status is shown: prints its own line and
+// records it in the JSON report; throws calrt::Error on a runtime failure.
+using DeviceAction = std::function<void(calrt::Device& device, nlohmann::json& doc)>;
+
+// `calrt COMMAND`: opens the device, runs `act` (none for info), then prints and records the
+// status of the device and of every chip; the report's schema is calrt-COMMAND/1. Returns the
+// process exit code. Never throws.
+int run_device_status(const char* command, const InfoOptions& options, const DeviceAction& act);
 
 }  // namespace runner

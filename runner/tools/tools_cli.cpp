@@ -13,6 +13,7 @@
 #include "runner/tools/merge.hpp"
 #include "runner/tools/plan.hpp"
 #include "runner/tools/replay.hpp"
+#include "runner/tools/reset.hpp"
 
 namespace runner {
 namespace {
@@ -89,27 +90,28 @@ class ResetCommand : public Command {
   explicit ResetCommand(CLI::App& calrt)
       : Command(calrt.add_subcommand(
             "reset", "reset the device at a level (Device_Reset), then show its status")) {
-    add_device_options(*app_, {&options_.device, &options_.device_kind, &options_.device_index,
-                               &options_.device_config});
+    InfoOptions& device = options_.device;
+    add_device_options(
+        *app_, {&device.device, &device.device_kind, &device.device_index, &device.device_config});
     app_->add_option("--level", level_,
                      "job-abort (the running job), cores, chip or full (every chip, every "
                      "calbin unloaded)")
         ->required()
         ->check(CLI::IsMember({"job-abort", "cores", "chip", "full"}));
-    app_->add_option("--json", options_.json, "write the JSON report to this file")
+    app_->add_option("--json", device.json, "write the JSON report to this file")
         ->check(output_path());
     app_->footer(kDeviceExitCodes);
   }
   int run(int /*argc*/, char** /*argv*/) override {
     for (const calrt::ResetLevel level : {calrt::ResetLevel::job_abort, calrt::ResetLevel::cores,
                                           calrt::ResetLevel::chip, calrt::ResetLevel::full}) {
-      if (level_ == reset_level_name(level)) options_.reset = level;
+      if (level_ == reset_level_name(level)) options_.level = level;
     }
-    return run_info(options_);
+    return run_reset(options_);
   }
 
  private:
-  InfoOptions options_;
+  ResetOptions options_;
   std::string level_;
 };
 
