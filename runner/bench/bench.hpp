@@ -1,4 +1,4 @@
-// `calrt bench CALBIN`: timing of a calbin on a device (issue 4, part 3). Fixed prompt and
+// `calrt bench CALBIN`: timing of a calbin on a device. Fixed prompt and
 // generation lengths, several runs, --concurrency requests per run, in sync and/or parallel
 // mode; reports TTFT, prefill/decode/end-to-end throughput, TPOT and the per-job phases
 // (queueing, H2D, device inference, D2H on the device clock; input preparation, BF16->FP32

@@ -1,4 +1,4 @@
-// Options of `calrt bench` (issue 4, part 3): fixed prompt and generation lengths, runs,
+// Options of `calrt bench`: fixed prompt and generation lengths, runs,
 // concurrency, sync and/or parallel mode, sampling, how host work is timed, and the reports.
 #pragma once
 

@@ -19,12 +19,8 @@
 namespace simdev::service {
 
 inline constexpr uint32_t kHelloMagic = 0x4352534d;  // "MSRC" on the wire: CalRT service
-// 2: hello carries a token, welcome the session's role (PROTOCOL.md, "Security model").
-// 3: Kv_Apply carries the decode row (ABI 0.8's batch).
-// 4: Batch: buffer calls the client answered itself, sent with the next submit (PROTOCOL.md,
-//    "Held buffer calls").
-// 5: a held Job_Submit, sent with the job's Job_Wait in one Batch, answered by the wait,
-//    which names its job; job 0 (PROTOCOL.md, "Held submits").
+// The major changes with any payload's layout, and both ends refuse another major at hello;
+// what each major added: PROTOCOL.md, "Connection".
 inline constexpr uint16_t kProtocolMajor = 5;
 inline constexpr uint16_t kProtocolMinor = 0;
 // The code of a refusal for another protocol major or ABI major (PROTOCOL.md's

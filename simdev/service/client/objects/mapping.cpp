@@ -7,9 +7,9 @@
 namespace simdev::service::client {
 namespace {
 
-// XXH3, at memory speed: with a byte-wise FNV-1a, hashing the reference model's 303872-byte
-// logits shadow at each submit and each final job cost the client 1012 us of CPU per decode
-// step, against 143 us now (benchmarks/README.md).
+// XXH3, at memory speed: every submit and every final job fingerprints the shadows, the
+// reference model's 303872-byte logits row among them, so a byte-wise hash would dominate the
+// client's CPU per decode step (benchmarks/README.md, "calrt_service_bench").
 uint64_t fingerprint(const uint8_t* data, size_t size) { return XXH3_64bits(data, size); }
 
 }  // namespace

@@ -44,9 +44,8 @@ class Lane {
   // leaves the thread a valid queue to reach its stop marker in.
   // moodycamel's semaphore spins up to 10000 times before it sleeps: a lane that has just
   // gone idle burns a core that the io thread and the clients need (2 cores in CI). It sleeps
-  // at once instead. A decode step over the socket measured the same either way (1226-1292
-  // against 1252-1320 us, three alternating runs each, benchmarks/README.md), so nothing is
-  // given up for it.
+  // at once instead; a decode step over the socket takes the same time either way
+  // (benchmarks/README.md, "calrt_service_bench").
   struct QueueTraits : moodycamel::ConcurrentQueueDefaultTraits {
     static const int MAX_SEMA_SPINS = 0;
   };
