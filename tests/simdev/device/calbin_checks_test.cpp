@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "calbin/manifest.hpp"
-#include "sim_session.hpp"
+#include "tests/simdev/device/sim_session.hpp"
 #include "simdev/gen/generate.hpp"
 
 namespace simdev::test {

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "calbin/golden.hpp"
-#include "sim_session.hpp"
+#include "tests/simdev/device/sim_session.hpp"
 
 namespace simdev::test {
 namespace {

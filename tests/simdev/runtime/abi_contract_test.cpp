@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim_session.hpp"
+#include "tests/simdev/device/sim_session.hpp"
 #include "tests/simdev/device/text_match.hpp"
 
 namespace simdev::test {

@@ -15,7 +15,7 @@
 #include "calbin/layout.hpp"
 #include "simdev/gen/generate.hpp"
 #include "simdev/runtime/sim_api.h"
-#include "tests/simdev/device/decode_rig.hpp"
+#include "tests/simdev/device/model/decode_rig.hpp"
 
 namespace simdev::test {
 namespace {
