@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runner/core/sampling.hpp"
-#include "runner/core/shard.hpp"
+#include "runner/core/report/shard.hpp"
 
 namespace runner {
 

@@ -1,6 +1,5 @@
-// Forwards to runner/core/report/output_file.hpp, where this header moved. Kept while runner/smoke/,
-// core/golden_compare.hpp and tests/runner/smoke/ include this path; new code includes the
-// new one.
+// Forwards to runner/core/report/output_file.hpp, where this header moved. Kept while
+// runner/smoke/ or tests/runner/smoke/ include this path; new code includes the new one.
 #pragma once
 
 #include "runner/core/report/output_file.hpp"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "runner/core/shard.hpp"
+#include "runner/core/report/shard.hpp"
 #include "runner/scenario/scenario_context.hpp"
 
 namespace runner {

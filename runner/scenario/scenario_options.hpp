@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/shard.hpp"
+#include "runner/core/report/shard.hpp"
 
 namespace runner {
 

@@ -1,5 +1,5 @@
 // `calrt merge SHARD.jsonl...`: joins the --jsonl outputs of a run split with --shard I/N
-// (runner/core/shard.hpp) into the stream one unsharded run writes: the records in the order
+// (runner/core/report/shard.hpp) into the stream one unsharded run writes: the records in the order
 // of their units' indices, and a summary whose counts are the shards' sums, whose result is
 // the worst of theirs, and whose command line is shard 0's without --shard. Shards must be
 // the same run: the same command line but for --shard and the report paths (--jsonl, --json,

@@ -1,5 +1,5 @@
 // --shard I/N: parsing, and the partition it makes (disjoint, covering).
-#include "runner/core/shard.hpp"
+#include "runner/core/report/shard.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runner/core/shard.hpp"
+#include "runner/core/report/shard.hpp"
 
 #include <charconv>
 
