@@ -14,7 +14,7 @@ Expected<std::unique_ptr<Device>> Device::create(std::string_view config_text) {
 }
 
 Device::Device(const DeviceConfig& config)
-    : config_(config), chips_(config.chips), chip_busy_ps_(config.chips) {
+    : config_(config), faults_(config.chips), chip_busy_ps_(config.chips) {
   engine_.set_paced(config.clock == ClockMode::kPaced);
   engine_.invariants().set_strict(config.strict);
 }
@@ -127,9 +127,9 @@ Status Device::require_allowed(DeviceCall call) const {
       why = std::to_string(jobs_in_flight()) + " job(s) in flight; wait for or cancel them first";
       break;
     case CALRT_DEVICE_FAULTED:
-      why = stuck_ ? "a persistent fault: no reset clears it"
-                   : std::string("reset it first, at level ") + reset_level_name(needs_reset_) +
-                         " or higher";
+      why = faults_.stuck() ? "a persistent fault: no reset clears it"
+                            : std::string("reset it first, at level ") +
+                                  reset_level_name(faults_.needs_reset()) + " or higher";
       break;
     case CALRT_DEVICE_RESETTING:
       why = "a reset is in progress";
@@ -140,9 +140,9 @@ Status Device::require_allowed(DeviceCall call) const {
     default:
       break;
   }
-  if (!fault_cause_.empty() &&
+  if (!faults_.cause().empty() &&
       (current == CALRT_DEVICE_FAULTED || current == CALRT_DEVICE_LOST_STATE)) {
-    why = fault_cause_ + "; " + why;
+    why = faults_.cause() + "; " + why;
   }
   return fail(verdict_code(verdict), std::string(call_name(call)) + " is not allowed: device is " +
                                          device_state_name(current) +

@@ -20,6 +20,7 @@
 #include "simdev/device/buffer.hpp"
 #include "simdev/device/faults/fault_effects.hpp"
 #include "simdev/device/faults/fault_plan.hpp"
+#include "simdev/device/faults/fault_state.hpp"
 #include "simdev/device/faults/operation_faults.hpp"
 #include "simdev/device/job.hpp"
 #include "simdev/device/model/calbin_image.hpp"
@@ -238,34 +239,18 @@ class Device final : private FaultEffects {
   size_t jobs_in_flight(ObjectId calbin) const;
   size_t jobs_in_flight() const;
 
-  // What the injected faults did to the device (device_health.cpp, device_faults.cpp).
-  struct ChipCondition {
-    // The fault condition: HUNG (a hang, a crash, the watchdog), DEGRADED (uncorrectable
-    // ECC, D2D link down), FAILED (lost); OK otherwise. chip_health() adds what depends on
-    // time and counters (throttling, corrected ECC): use it for the chip's health.
-    CalrtChipHealth health = CALRT_CHIP_OK;
-    // What it does or where it stopped (hang report). chip_activity() refines "computing
-    // job #N" into the segment at the current time.
-    std::string activity = "idle";
-    bool stopped = false;           // activity tells where it stopped; kept until a reset
-    TimePs throttled_until_ps = 0;  // thermal throttling: slower until then
-    uint32_t throttle_factor = 1;
-    uint64_t ecc_corrected = 0;              // since the device was created
-    uint64_t ecc_corrected_since_reset = 0;  // DEGRADED while non-zero
-    uint64_t ecc_uncorrected = 0;            // since the device was created
-  };
+  // What the injected faults did to the device: faults_ (faults/fault_state.hpp), acted on
+  // through FaultEffects (device_faults.cpp). FAILED for every chip of a lost device.
   CalrtChipHealth chip_health(uint32_t chip) const;
-  // After a reset (device_health.cpp): healthy when `level` reaches needs_reset_ and no
-  // persistent fault fired; FAULTED otherwise.
-  void self_test(CalrtResetLevel level);
+  // faults_'s activity of the chip, with "computing job #N" refined into the segment at the
+  // current time.
   std::string chip_activity(uint32_t chip) const;
 
-  // Injection (device_faults.cpp). Asks the plan at one device operation and counts the
-  // hits; the caller applies each injection and records it.
+  // Injection (device_faults.cpp): faults_.inject and faults_.record at the current time.
   std::vector<Injection> inject(FaultSite site, FaultPoint point, uint64_t job_serial);
   void record_injection(const Injection& injection, FaultSite site, uint64_t job_serial,
                         std::string detail);
-  // A device-class fault: FAULTED, needing reset `level` (a persistent one: stuck_).
+  // A device-class fault: FAULTED, needing reset `level` (a persistent one: faults_.stuck()).
   void raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
                           const std::string& cause) override;
   // A fault that has broken a part before it shows (a hang, a link down): the next reset
@@ -275,12 +260,11 @@ class Device final : private FaultEffects {
   void fail_in_flight(CalrtCode code, const std::string& why) override;
   void fail_job_now(Job& job, CalrtCode code, std::string message) override;
   void stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity) override;
-  void chips_idle();
   void correct_ecc(uint32_t chip) override;
   void count_uncorrected(uint32_t chip) override;
   void throttle_chip(uint32_t chip, TimePs until, uint32_t factor) override;
   std::optional<std::string> flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) override;
-  uint32_t chip_count() const override { return static_cast<uint32_t>(chips_.size()); }
+  uint32_t chip_count() const override { return faults_.chip_count(); }
   FaultSite site_of(const Job& job) const;
   // The faults at a job's stage start. Returns false when they ended the job; otherwise
   // `duration` is when the stage's event fires (a failing stage sets job.stage_fault).
@@ -295,26 +279,10 @@ class Device final : private FaultEffects {
   UploadFaults inject_upload(const CalbinImage& image);
   // The upload's DMA, ECC or firmware failure: the device FAULTED and the error to return.
   Status fail_upload(CalbinImage& image, const UploadFaults& faults);
-  // One injection, for the hang report and the state hash.
-  struct InjectionRecord {
-    FaultKind kind{};
-    FaultSite site{};
-    uint64_t job_serial = 0;  // 0 when not a job's operation
-    TimePs at_ps = 0;
-    std::string detail;
-  };
 
   DeviceConfig config_;
   Engine engine_;
-  FaultInjector faults_;
-  std::array<std::array<uint64_t, kFaultSiteCount>, kFaultKindCount> fault_hit_counts_{};
-  std::vector<ChipCondition> chips_;
-  std::vector<InjectionRecord> injections_;  // bounded: the most recent kMaxInjectionRecords
-  static constexpr size_t kMaxInjectionRecords = 64;
-  // The lowest reset level that clears the current device fault; 0 when healthy.
-  uint32_t needs_reset_ = 0;
-  bool stuck_ = false;  // a persistent fault fired: no reset's self-test passes
-  std::string fault_cause_;
+  FaultState faults_;  // the plan, the injections, the chips' conditions, what clears a fault
   // Transitions the state machine tables forbid that the device nevertheless attempted
   // (refused and counted; always 0 unless the device has a bug).
   uint64_t state_machine_violations_ = 0;

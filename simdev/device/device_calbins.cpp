@@ -197,7 +197,7 @@ Expected<ConfigureResult> Device::calbin_configure(ObjectId id, uint64_t timeout
                           std::to_string(ps_to_ns(stop)) + " ns ended it"
                     : label + " needs " + std::to_string(ps_to_ns(result.duration_ps)) +
                           " ns of upload > timeout " + std::to_string(ps_to_ns(limit)) + " ns";
-    for (uint32_t c = 0; c < chips_.size(); ++c) {
+    for (uint32_t c = 0; c < chip_count(); ++c) {
       stop_chip(c, CALRT_CHIP_HUNG,
                 "stopped in the parameter upload of calbin #" + std::to_string(image.serial));
     }

@@ -185,9 +185,9 @@ std::string Device::hang_report() const {
   report["device"] = {
       {"state", device_state_name(state())},
       {"now_ns", ps_to_ns(engine_.now())},
-      {"needs_reset", reset_level_name(needs_reset_)},
-      {"stuck", stuck_},
-      {"cause", fault_cause_},
+      {"needs_reset", reset_level_name(faults_.needs_reset())},
+      {"stuck", faults_.stuck()},
+      {"cause", faults_.cause()},
       {"last_error", calrt::code_name(last_error_)},
       {"error_count", error_count_},
       {"reset_count", reset_count_},
@@ -195,8 +195,8 @@ std::string Device::hang_report() const {
   };
 
   Json chips = Json::array();
-  for (size_t c = 0; c < chips_.size(); ++c) {
-    const ChipCondition& chip = chips_[c];
+  for (size_t c = 0; c < faults_.chips().size(); ++c) {
+    const FaultState::ChipCondition& chip = faults_.chips()[c];
     const auto index = static_cast<uint32_t>(c);
     const bool throttled = chip.throttled_until_ps > engine_.now();
     chips.push_back({
@@ -280,7 +280,7 @@ std::string Device::hang_report() const {
   report["submissions"] = std::move(submissions);
 
   Json injections = Json::array();
-  for (const InjectionRecord& record : injections_) {
+  for (const FaultState::InjectionRecord& record : faults_.injections()) {
     injections.push_back({
         {"kind", to_string(record.kind)},
         {"site", to_string(record.site)},
@@ -345,13 +345,13 @@ uint64_t Device::state_hash() const {
   h.u64(next_job_serial_);
   h.u64(in_flight_);
   h.u64(buffer_reuse_count_);
-  h.u64(needs_reset_);
-  h.flag(stuck_);
-  h.text(fault_cause_);
+  h.u64(faults_.needs_reset());
+  h.flag(faults_.stuck());
+  h.text(faults_.cause());
   h.u64(state_machine_violations_);
   h.array(chip_busy_ps_);
-  h.u64(chips_.size());
-  for (const ChipCondition& chip : chips_) {
+  h.u64(faults_.chips().size());
+  for (const FaultState::ChipCondition& chip : faults_.chips()) {
     h.u64(chip.health);
     h.text(chip.activity);
     h.flag(chip.stopped);
@@ -362,13 +362,13 @@ uint64_t Device::state_hash() const {
     h.u64(chip.ecc_uncorrected);
   }
   h.text(to_yaml(faults_.plan()));
-  for (const auto& by_site : fault_hit_counts_) {
+  for (const auto& by_site : faults_.hit_counts()) {
     for (uint64_t count : by_site) {
       h.u64(count);
     }
   }
-  h.u64(injections_.size());
-  for (const InjectionRecord& record : injections_) {
+  h.u64(faults_.injections().size());
+  for (const FaultState::InjectionRecord& record : faults_.injections()) {
     h.u64(static_cast<uint64_t>(record.kind));
     h.u64(static_cast<uint64_t>(record.site));
     h.u64(record.job_serial);

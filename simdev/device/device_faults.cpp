@@ -43,37 +43,17 @@ Status Device::set_fault_plan(std::string_view yaml) {
   return {};
 }
 
-void Device::set_fault_plan(FaultPlanSpec plan) { faults_ = FaultInjector(std::move(plan)); }
+void Device::set_fault_plan(FaultPlanSpec plan) { faults_.set_plan(std::move(plan)); }
 
-std::vector<FaultHitCount> Device::fault_hits() const {
-  std::vector<FaultHitCount> hits;
-  for (size_t k = 0; k < kFaultKindCount; ++k) {
-    for (size_t s = 0; s < kFaultSiteCount; ++s) {
-      const auto kind = static_cast<FaultKind>(k);
-      const auto site = static_cast<FaultSite>(s);
-      if (can_happen(kind, site)) {
-        hits.push_back(FaultHitCount{kind, site, fault_hit_counts_[k][s]});
-      }
-    }
-  }
-  return hits;
-}
+std::vector<FaultHitCount> Device::fault_hits() const { return faults_.hits(); }
 
 std::vector<Injection> Device::inject(FaultSite site, FaultPoint point, uint64_t job_serial) {
-  std::vector<Injection> fired = faults_.at(FaultOperation{site, point, job_serial, engine_.now()});
-  for (const Injection& injection : fired) {
-    ++fault_hit_counts_[static_cast<size_t>(injection.kind)][static_cast<size_t>(site)];
-  }
-  return fired;
+  return faults_.inject(FaultOperation{site, point, job_serial, engine_.now()});
 }
 
 void Device::record_injection(const Injection& injection, FaultSite site, uint64_t job_serial,
                               std::string detail) {
-  if (injections_.size() >= kMaxInjectionRecords) {
-    injections_.erase(injections_.begin());
-  }
-  injections_.push_back(
-      InjectionRecord{injection.kind, site, job_serial, engine_.now(), std::move(detail)});
+  faults_.record(injection, site, job_serial, engine_.now(), std::move(detail));
 }
 
 void Device::raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
@@ -84,19 +64,11 @@ void Device::raise_device_fault(CalrtCode code, uint32_t level, bool persistent,
   faulted_ = true;
   ++error_count_;
   last_error_ = code;
-  needs_reset_ = std::max(needs_reset_, level);
-  stuck_ = stuck_ || persistent;
-  if (fault_cause_.empty()) {
-    fault_cause_ = cause;  // the first fault is the root cause; later ones follow from it
-  }
+  faults_.note(level, persistent, cause);
 }
 
 void Device::note_latent_fault(uint32_t level, bool persistent, const std::string& cause) {
-  needs_reset_ = std::max(needs_reset_, level);
-  stuck_ = stuck_ || persistent;
-  if (fault_cause_.empty()) {
-    fault_cause_ = cause;
-  }
+  faults_.note(level, persistent, cause);
 }
 
 void Device::lose_device(const std::string& cause) {
@@ -106,8 +78,8 @@ void Device::lose_device(const std::string& cause) {
   lost_ = true;
   ++error_count_;
   last_error_ = CALRT_DEVICE_LOST;
-  fault_cause_ = "device lost during " + cause;
-  for (uint32_t c = 0; c < chips_.size(); ++c) {
+  faults_.lose(cause);
+  for (uint32_t c = 0; c < chip_count(); ++c) {
     stop_chip(c, CALRT_CHIP_FAILED, "lost (surprise removal during " + cause + ")");
   }
   fail_in_flight(CALRT_DEVICE_LOST, "the device was lost (surprise removal during " + cause + ")");
@@ -127,18 +99,7 @@ void Device::fail_in_flight(CalrtCode code, const std::string& why) {
 }
 
 void Device::stop_chip(uint32_t chip, CalrtChipHealth health, std::string activity) {
-  if (chip >= chips_.size()) {
-    return;
-  }
-  ChipCondition& condition = chips_[chip];
-  // A FAILED (lost) or HUNG chip stays so until a reset, whatever happens after.
-  if (condition.health == CALRT_CHIP_FAILED ||
-      (condition.health == CALRT_CHIP_HUNG && health != CALRT_CHIP_FAILED)) {
-    return;
-  }
-  condition.health = health;
-  condition.activity = std::move(activity);
-  condition.stopped = true;
+  faults_.stop_chip(chip, health, std::move(activity));
 }
 
 // Plans built in code bypass parse_fault_plan's chip check: a chip the device does not have
@@ -148,10 +109,7 @@ void Device::fail_job_now(Job& job, CalrtCode code, std::string message) {
 }
 
 void Device::throttle_chip(uint32_t chip, TimePs until, uint32_t factor) {
-  if (chip < chips_.size()) {
-    chips_[chip].throttled_until_ps = until;
-    chips_[chip].throttle_factor = factor;
-  }
+  faults_.throttle_chip(chip, until, factor);
 }
 
 std::optional<std::string> Device::flip_kv_bit(const Job& job, uint32_t chip, uint64_t draw) {
@@ -159,41 +117,16 @@ std::optional<std::string> Device::flip_kv_bit(const Job& job, uint32_t chip, ui
   return kv != nullptr ? kv->store.flip_bit(chip, draw) : std::nullopt;
 }
 
-void Device::correct_ecc(uint32_t chip) {
-  if (chip < chips_.size()) {
-    ++chips_[chip].ecc_corrected;
-    ++chips_[chip].ecc_corrected_since_reset;
-  }
-}
+void Device::correct_ecc(uint32_t chip) { faults_.correct_ecc(chip); }
 
-void Device::count_uncorrected(uint32_t chip) {
-  if (chip < chips_.size()) {
-    ++chips_[chip].ecc_uncorrected;
-  }
-}
-
-void Device::chips_idle() {
-  for (ChipCondition& condition : chips_) {
-    if (!condition.stopped) {
-      condition.activity = "idle";
-    }
-  }
-}
+void Device::count_uncorrected(uint32_t chip) { faults_.count_uncorrected(chip); }
 
 CalrtChipHealth Device::chip_health(uint32_t chip) const {
-  if (lost_) {
-    return CALRT_CHIP_FAILED;
-  }
-  const ChipCondition& condition = chips_[chip];
-  if (condition.health != CALRT_CHIP_OK) {
-    return condition.health;
-  }
-  const bool throttled = condition.throttled_until_ps > engine_.now();
-  return condition.ecc_corrected_since_reset > 0 || throttled ? CALRT_CHIP_DEGRADED : CALRT_CHIP_OK;
+  return lost_ ? CALRT_CHIP_FAILED : faults_.health(chip, engine_.now());
 }
 
 std::string Device::chip_activity(uint32_t chip) const {
-  const ChipCondition& condition = chips_[chip];
+  const FaultState::ChipCondition& condition = faults_.chips()[chip];
   const auto& busy = stages_[static_cast<size_t>(Stage::kCompute)].busy;
   const Job* job = busy ? jobs_.find(*busy) : nullptr;
   if (condition.stopped || job == nullptr) {
@@ -255,18 +188,15 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
   if (slow > 1) {
     slow_down(segments, slow);
   }
-  std::vector<ChipThrottle> throttles(chips_.size());
-  for (size_t c = 0; c < chips_.size(); ++c) {
-    if (chips_[c].throttled_until_ps > now) {
-      throttles[c] = ChipThrottle{chips_[c].throttle_factor, chips_[c].throttled_until_ps};
+  const std::vector<FaultState::ChipCondition>& chips = faults_.chips();
+  std::vector<ChipThrottle> throttles(chips.size());
+  for (size_t c = 0; c < chips.size(); ++c) {
+    if (chips[c].throttled_until_ps > now) {
+      throttles[c] = ChipThrottle{chips[c].throttle_factor, chips[c].throttled_until_ps};
     }
   }
   throttle(segments, now, throttles);
-  for (ChipCondition& condition : chips_) {
-    if (!condition.stopped) {
-      condition.activity = "computing " + job_label(job);
-    }
-  }
+  faults_.set_activity("computing " + job_label(job));
 
   const TimePs watchdog = config_.job_watchdog_ms * kPsPerMs;
   const std::string watchdog_text = "the job watchdog (" + ms_text(watchdog) + ")";
@@ -287,7 +217,7 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
   if (link_at && (!hang_at || *link_at < *hang_at) && *link_at < watchdog) {
     const std::string barrier =
         "the D2D barrier closing " + describe_segment(segments, link_down->segment);
-    for (uint32_t c = 0; c < chips_.size(); ++c) {
+    for (uint32_t c = 0; c < chip_count(); ++c) {
       stop_chip(c, CALRT_CHIP_DEGRADED, "waiting at " + barrier + ": the link is down");
     }
     job.stage_fault = Job::StageFault{CALRT_JOB_FAILED,
@@ -305,7 +235,7 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
     std::string cause;
     if (hang->one_chip) {
       cause = "chip " + std::to_string(hang->chip) + " hung in " + at + " of " + job_label(job);
-      for (uint32_t c = 0; c < chips_.size(); ++c) {
+      for (uint32_t c = 0; c < chip_count(); ++c) {
         if (c == hang->chip) {
           stop_chip(c, CALRT_CHIP_HUNG, "hung in " + at);
         } else {
@@ -314,7 +244,7 @@ bool Device::inject_compute(Job& job, TimePs& duration) {
       }
     } else {
       cause = job_label(job) + " hung in " + at;
-      for (uint32_t c = 0; c < chips_.size(); ++c) {
+      for (uint32_t c = 0; c < chip_count(); ++c) {
         stop_chip(c, CALRT_CHIP_HUNG, "hung in " + at);
       }
     }
@@ -364,7 +294,7 @@ void Device::end_stage_with_fault(Job& job) {
   if (fault.watchdog) {
     const TimePs ran = engine_.now() - job.compute_start_ps;
     const std::string at = describe_segment(job.cost.segments, segment_at(job.cost.segments, ran));
-    for (uint32_t c = 0; c < chips_.size(); ++c) {
+    for (uint32_t c = 0; c < chip_count(); ++c) {
       stop_chip(c, CALRT_CHIP_HUNG, "stopped by the job watchdog in " + at);
     }
   }
@@ -406,7 +336,7 @@ Status Device::fail_upload(CalbinImage& image, const UploadFaults& faults) {
     count_uncorrected(chip);
     stop_chip(chip, CALRT_CHIP_DEGRADED, message);
   } else if (faults.failure->code == CALRT_FIRMWARE_CRASH) {
-    for (uint32_t c = 0; c < chips_.size(); ++c) {
+    for (uint32_t c = 0; c < chip_count(); ++c) {
       stop_chip(c, CALRT_CHIP_HUNG, message);
     }
   }

@@ -30,8 +30,8 @@ Expected<ChipStatus> Device::chip_status(uint32_t chip) const {
   }
   ChipStatus s;
   s.health = chip_health(chip);
-  s.ecc_corrected = chips_[chip].ecc_corrected;
-  s.ecc_uncorrected = chips_[chip].ecc_uncorrected;
+  s.ecc_corrected = faults_.chips()[chip].ecc_corrected;
+  s.ecc_uncorrected = faults_.chips()[chip].ecc_uncorrected;
   s.dram_total_bytes = config_.dram_usable_bytes();
   s.dram_used_bytes = used_by_other_calbins(ObjectId{}, chip);
   s.busy_ps = chip_busy_ps_[chip];
@@ -65,28 +65,9 @@ Expected<CalrtDeviceState> Device::reset(CalrtResetLevel level, uint64_t timeout
     return fail(CALRT_DEVICE_HUNG, why);
   }
   engine_.advance_to(saturating_add(engine_.now(), duration));
-  self_test(level);
+  // A broken part, or a reset too weak for the fault: still FAULTED.
+  faulted_ = !faults_.self_test(static_cast<uint32_t>(level));
   return state();
-}
-
-void Device::self_test(CalrtResetLevel level) {
-  // Corrected ECC errors mark a chip DEGRADED until the next reset, passed or not.
-  for (ChipCondition& chip : chips_) {
-    chip.ecc_corrected_since_reset = 0;
-  }
-  if (stuck_ || static_cast<uint32_t>(level) < needs_reset_) {
-    faulted_ = true;  // a broken part, or a reset too weak for the fault: still FAULTED
-    return;
-  }
-  faulted_ = false;
-  needs_reset_ = 0;
-  fault_cause_.clear();
-  for (ChipCondition& chip : chips_) {
-    chip.health = CALRT_CHIP_OK;
-    chip.activity = "idle";
-    chip.stopped = false;
-    // Thermal throttling is physics, not state: it lasts until throttled_until_ps.
-  }
 }
 
 }  // namespace simdev

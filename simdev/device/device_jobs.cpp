@@ -273,7 +273,7 @@ void Device::on_stage_done(Stage stage, ObjectId job_id) {
     case Stage::kCompute:
       job->compute_end_ps = now;
       record_compute(*job);
-      chips_idle();
+      faults_.set_activity("idle");
       job->stage = Stage::kD2h;
       stages_[static_cast<size_t>(Stage::kD2h)].waiting.push_back(job_id);
       break;
@@ -350,7 +350,7 @@ void Device::finish(Job& job, CalrtJobState state, CalrtCode code, std::string_v
   const ObjectId id = job.id;
   const auto& computing = stages_[static_cast<size_t>(Stage::kCompute)].busy;
   if (computing && *computing == id) {
-    chips_idle();
+    faults_.set_activity("idle");
   }
   for (StageQueue& queue : stages_) {
     std::erase(queue.waiting, id);
