@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/sampling.hpp"
 #include "runner/core/report/shard.hpp"
+#include "runner/core/sampling.hpp"
 
 namespace runner {
 

@@ -11,8 +11,8 @@
 
 #include "calbin/manifest.hpp"
 #include "calbin/sha256.hpp"
-#include "runner/core/report/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/report/envelope.hpp"
 #include "runner/core/report/output_file.hpp"
 #include "runner/core/report/report.hpp"
 #include "simdev/calibrate/calibration.hpp"

@@ -11,8 +11,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "runner/core/report/envelope.hpp"
 #include "runner/core/exit_codes.hpp"
+#include "runner/core/report/envelope.hpp"
 #include "runner/core/report/output_file.hpp"
 
 namespace runner {

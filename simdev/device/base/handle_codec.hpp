@@ -1,8 +1,8 @@
 // Opaque ABI handles are numbers, never pointers to memory: kind (4 bits), device slot
 // (8 bits), object index (20 bits) and generation (32 bits) packed into the pointer value.
 // The in-process runtime (simdev/runtime/handles.hpp) and the client runtime
-// (simdev/service/client/objects/client_handles.hpp) both pack theirs here. Decoding checks the kind
-// and that a generation is present; the owner's table then checks index and generation, so a
+// (simdev/service/client/objects/client_handles.hpp) both pack theirs here. Decoding checks the
+// kind and that a generation is present; the owner's table then checks index and generation, so a
 // freed, double-freed or forged handle is rejected with CALRT_INVALID_HANDLE and never
 // dereferenced. Header-only, so that the client shares it without linking the device.
 #pragma once

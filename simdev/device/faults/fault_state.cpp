@@ -26,8 +26,8 @@ std::vector<Injection> FaultState::inject(const FaultOperation& operation) {
   return fired;
 }
 
-void FaultState::record(const Injection& injection, FaultSite site, uint64_t job_serial,
-                        TimePs at, std::string detail) {
+void FaultState::record(const Injection& injection, FaultSite site, uint64_t job_serial, TimePs at,
+                        std::string detail) {
   if (injections_.size() >= kMaxInjectionRecords) {
     injections_.erase(injections_.begin());
   }

@@ -23,14 +23,14 @@
 #include <tl/expected.hpp>
 
 #include "simdev/runtime/sim_api.h"
-#include "simdev/service/server/asio.hpp"
 #include "simdev/service/server/access/calbin_roots.hpp"
-#include "simdev/service/server/calls/device_host.hpp"
-#include "simdev/service/server/session/lane.hpp"
 #include "simdev/service/server/access/peer_access.hpp"
 #include "simdev/service/server/access/runtime_dir.hpp"
-#include "simdev/service/server/session/session.hpp"
 #include "simdev/service/server/access/tcp_token.hpp"
+#include "simdev/service/server/asio.hpp"
+#include "simdev/service/server/calls/device_host.hpp"
+#include "simdev/service/server/session/lane.hpp"
+#include "simdev/service/server/session/session.hpp"
 
 namespace simdev::service::server {
 namespace {

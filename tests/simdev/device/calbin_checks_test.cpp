@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "calbin/manifest.hpp"
-#include "tests/simdev/device/sim_session.hpp"
 #include "simdev/gen/generate.hpp"
+#include "tests/simdev/device/sim_session.hpp"
 
 namespace simdev::test {
 namespace {

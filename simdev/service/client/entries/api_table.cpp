@@ -1,8 +1,8 @@
 // The client's function table, shared by calrt_client_get_api (in process) and the shared
 // library's exported CalrtGetApi.
 #include "simdev/service/client/client_api.h"
-#include "simdev/service/client/objects/client_device.hpp"
 #include "simdev/service/client/entries/entry_points.hpp"
+#include "simdev/service/client/objects/client_device.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Entries: error objects. These never fail; a too-small struct or an unknown error is
 // answered with a neutral value instead, as the simulator does.
-#include "simdev/service/client/objects/client_errors.hpp"
 #include "simdev/service/client/entries/entry_points.hpp"
+#include "simdev/service/client/objects/client_errors.hpp"
 
 namespace simdev::service::client {
 namespace {

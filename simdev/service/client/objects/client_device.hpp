@@ -13,8 +13,8 @@
 #include <string>
 
 #include "simdev/device/base/status.hpp"
-#include "simdev/service/client/objects/client_handles.hpp"
 #include "simdev/service/client/connection.hpp"
+#include "simdev/service/client/objects/client_handles.hpp"
 #include "simdev/service/client/objects/held_calls.hpp"
 #include "simdev/service/client/objects/mapping.hpp"
 #include "simdev/service/protocol.hpp"

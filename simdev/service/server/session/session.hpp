@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "simdev/service/server/access/tcp_token.hpp"
 #include "simdev/service/server/asio.hpp"
 #include "simdev/service/server/calls/device_host.hpp"
 #include "simdev/service/server/calls/dispatch.hpp"
 #include "simdev/service/server/session/frame_splitter.hpp"
 #include "simdev/service/server/session/lane.hpp"
 #include "simdev/service/server/session/quiet_point.hpp"
-#include "simdev/service/server/access/tcp_token.hpp"
 
 namespace simdev::service::server {
 

@@ -33,7 +33,7 @@ TEST(FaultState, AHungChipStaysHungUntilAResetPasses) {
   FaultState state(2);
   state.stop_chip(0, CALRT_CHIP_HUNG, "hung in layer 3");
   state.stop_chip(0, CALRT_CHIP_DEGRADED, "later");  // a hung chip is not made degraded
-  state.set_activity("idle");                         // nor idle
+  state.set_activity("idle");                        // nor idle
   EXPECT_EQ(state.health(0, 0), CALRT_CHIP_HUNG);
   EXPECT_EQ(state.chips()[0].activity, "hung in layer 3");
   EXPECT_EQ(state.chips()[1].activity, "idle");

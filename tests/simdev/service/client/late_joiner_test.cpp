@@ -1,8 +1,8 @@
 // A client that joins while another client's jobs are in flight: its Calbin_Configure waits,
 // bounded, for a moment with no job in flight instead of failing WRONG_STATE, and submits
 // that arrive meanwhile queue behind it so that such a moment comes
-// (simdev/service/server/session/quiet_point.hpp). The device runs the virtual clock: a job stays in
-// flight until its owner waits for it, so every ordering below is fixed by the test, not by
+// (simdev/service/server/session/quiet_point.hpp). The device runs the virtual clock: a job stays
+// in flight until its owner waits for it, so every ordering below is fixed by the test, not by
 // timing.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// The daemon's lane (simdev/service/server/session/lane.hpp): besides its own thread, another thread
-// may take the lane's turn, at once when the lane is idle (the io thread's short calls) or
+// The daemon's lane (simdev/service/server/session/lane.hpp): besides its own thread, another
+// thread may take the lane's turn, at once when the lane is idle (the io thread's short calls) or
 // waiting a bounded time (a wait lane fetching outputs). Items must never overlap, and the
 // bounded wait must give up rather than block.
 #include "simdev/service/server/session/lane.hpp"
