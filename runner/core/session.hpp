@@ -8,10 +8,10 @@
 
 #include "abi/calrt.hpp"
 #include "runner/core/baseline.hpp"
-#include "runner/core/device_select.hpp"
+#include "runner/core/device/device_select.hpp"
 #include "runner/core/host_inputs.hpp"
 #include "runner/core/metrics.hpp"
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 #include "runner/core/session_options.hpp"
 
 namespace runner {

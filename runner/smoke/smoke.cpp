@@ -8,8 +8,8 @@
 
 #include "runner/core/exit_codes.hpp"
 #include "runner/core/golden_contract.hpp"
-#include "runner/core/junit.hpp"
-#include "runner/core/output_file.hpp"
+#include "runner/core/report/junit.hpp"
+#include "runner/core/report/output_file.hpp"
 #include "runner/core/session.hpp"
 #include "runner/smoke/smoke.hpp"
 

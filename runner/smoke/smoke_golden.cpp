@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "runner/core/progress.hpp"
+#include "runner/core/report/progress.hpp"
 #include "runner/core/session.hpp"
 #include "runner/smoke/golden_case.hpp"
 

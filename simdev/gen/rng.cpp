@@ -1,5 +1,7 @@
 #include "simdev/gen/rng.hpp"
 
+#include "calbin/splitmix64.hpp"
+
 namespace simdev::gen {
 
 uint64_t derive_seed(uint64_t master_seed, std::string_view label) {
@@ -8,11 +10,7 @@ uint64_t derive_seed(uint64_t master_seed, std::string_view label) {
     hash ^= static_cast<uint8_t>(ch);
     hash *= 0x100000001b3ull;
   }
-  uint64_t z = master_seed ^ hash;
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return calbin::splitmix64(master_seed ^ hash);
 }
 
 double NormalStream::next_normal() {

@@ -1,7 +1,7 @@
 // runner/diagnosis: the consistency hints point at the value that is off.
 #include <gtest/gtest.h>
 
-#include "runner/core/report.hpp"
+#include "runner/core/report/report.hpp"
 #include "runner/smoke/diagnosis.hpp"
 
 namespace {
