@@ -90,6 +90,10 @@ TEST(ConfigFile, ProjectYamlOverridesItsHuggingFaceBase) {
   EXPECT_EQ(read_ok(kConfigs / "qwen3-small-4chip.yaml").chips, 4u);
   EXPECT_EQ(read_ok(kConfigs / "qwen3-small-1chip.yaml").v_cache, calbin::Dtype::kBf16);
   EXPECT_EQ(read_ok(kConfigs / "qwen3-small-s8v.yaml").v_cache, calbin::Dtype::kInt8);
+  const ModelConfig trained = read_ok(kConfigs / "qwen3-deep-28-trained.yaml");
+  EXPECT_EQ(trained.weight_init, ModelConfig::WeightInit::kTrained);
+  EXPECT_EQ(trained.layers, 28u);
+  EXPECT_EQ(read_ok(kConfigs / "qwen3-deep-28-outliers-100.yaml").outlier_gain, 100.0);
 }
 
 class ConfigErrors : public ::testing::Test {
@@ -174,6 +178,10 @@ TEST_F(ConfigErrors, ProjectYamlKeys) {
   expect_error(write("v.yaml", "name: v\nv_cache: int4\n"), "v_cache",
                "'int4' is not bf16 or int8");
   expect_error(write("w.yaml", "name: w\nv_cache: [int8]\n"), "v_cache", "not bf16 or int8");
+  expect_error(write("i.yaml", "name: i\nweight_init: pretrained\n"), "weight_init",
+               "'pretrained' is not gaussian or trained");
+  expect_error(write("o.yaml", "name: o\noutlier_gain: -3\n"), "outlier_gain",
+               "'-3' is not a positive number");
   expect_error(write("t.yaml", "name: t\nnorm_topk_prob: maybe\n"), "norm_topk_prob",
                "'maybe' is not true or false");
   expect_error(write("q1.yaml", "name: q\nquant: w4af16\n"), "quant", "not a mapping");
