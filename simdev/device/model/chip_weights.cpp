@@ -149,19 +149,18 @@ struct Loader {
                       t.quant.scheme + " of " + std::to_string(t.bytes) + " bytes with " +
                       std::to_string(t.quant.scale_count) + " scales");
     }
-    Int8Matrix m{rows,  cols, std::vector<int8_t>(rows * cols), std::vector<float>(rows),
-                 false, cols};
-    auto values = read("weight \"" + name + "\"", t.file, t.offset, t.bytes);
+    auto values = read<int8_t>("weight \"" + name + "\"", t.file, t.offset, t.bytes);
     if (!values) {
       return tl::unexpected(values.error());
     }
-    auto scales = read("scales of weight \"" + name + "\"", t.quant.scale_file,
-                       t.quant.scale_offset, rows * sizeof(float));
+    auto scales = read<float>("scales of weight \"" + name + "\"", t.quant.scale_file,
+                              t.quant.scale_offset, rows * sizeof(float));
     if (!scales) {
       return tl::unexpected(scales.error());
     }
-    std::memcpy(m.values.data(), values->data(), values->size());
-    std::memcpy(m.scales.data(), scales->data(), scales->size());
+    Int8Matrix m{rows, cols, std::move(*values), std::move(*scales), false, cols, {}};
+    m.row_sums.resize(rows);
+    kernels::int8_row_sums(m.values.data(), rows, cols, m.row_sums.data());
     return m;
   }
 
@@ -192,8 +191,9 @@ struct Loader {
     if (!scales) {
       return tl::unexpected(scales.error());
     }
-    Int8Matrix m{rows, cols, std::vector<int8_t>(rows * cols), std::vector<float>(scale_count),
-                 true, group};
+    Int8Matrix m{
+        rows,  cols, std::vector<int8_t>(rows * cols), std::vector<float>(scale_count), true,
+        group, {}};
     const auto signed_nibble = [](unsigned n) {
       return static_cast<int8_t>(n >= 8 ? int(n) - 16 : int(n));
     };
@@ -261,7 +261,7 @@ Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
   weights.chip = chip;
   SIMDEV_ASSIGN(weights.embedding, loader.bf16_bits("tok_embeddings", -1, dims.vocab, dims.hidden));
   SIMDEV_ASSIGN(weights.final_norm, loader.bf16("final_norm", -1, 1, dims.hidden));
-  SIMDEV_ASSIGN(weights.lm_head, loader.bf16("lm_head", 0, dims.vocab_local(), dims.hidden));
+  SIMDEV_ASSIGN(weights.lm_head, loader.bf16_bits("lm_head", 0, dims.vocab_local(), dims.hidden));
   for (size_t l = 0; l < dims.layers; ++l) {
     LayerWeights layer;
     SIMDEV_ASSIGN(layer, load_layer(loader, l));

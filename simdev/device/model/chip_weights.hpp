@@ -1,6 +1,7 @@
-// One chip's weights as the device holds them after configure: its shard of every split
-// matrix and a copy of every replicated vector. BF16 values are widened to FP32 once at
-// load; int8 matrices keep their int8 values and per-row scales.
+// One chip's weights as the device holds them after configure, in the layout the kernels
+// read: its shard of every split matrix and a copy of every replicated vector. The large
+// BF16 tables (embedding, lm_head) stay BF16 and are widened as they are read; the small BF16
+// vectors are widened to FP32 once at load; int8 matrices keep their int8 values and scales.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "calbin/manifest.hpp"
 #include "simdev/device/base/status.hpp"
+#include "simdev/device/model/kernels.hpp"
 #include "simdev/device/model/model_dims.hpp"
 
 namespace simdev {
@@ -21,7 +23,12 @@ struct Int8Matrix {
   std::vector<int8_t> values;  // [rows][cols]
   std::vector<float> scales;   // [rows][cols / group]
   bool int4 = false;
-  size_t group = 0;  // inputs per scale: cols for w8a8_dynamic
+  size_t group = 0;               // inputs per scale: cols for w8a8_dynamic
+  std::vector<int32_t> row_sums;  // w8a8_dynamic: kernels::Int8Weights::row_sums
+
+  kernels::Int8Weights view() const {
+    return {values.data(), scales.data(), row_sums.data(), rows, cols};
+  }
 };
 
 // One MLP's shard: a dense layer's, or one expert's of a mixture of experts.
@@ -51,7 +58,7 @@ struct ChipWeights {
   // memory of FP32 (311 MB per chip for a 151936-token vocabulary of hidden 1024).
   std::vector<uint16_t> embedding;
   std::vector<float> final_norm;  // [H]
-  std::vector<float> lm_head;     // [V/n, H]
+  std::vector<uint16_t> lm_head;  // [V/n, H] BF16
   std::vector<LayerWeights> layers;
   uint64_t loaded_bytes = 0;  // bytes read from the param files, scales included
 };

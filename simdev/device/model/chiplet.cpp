@@ -49,8 +49,7 @@ void Chiplet::project(const Int8Matrix& w, const float* in, size_t rows, size_t 
     kernels::quantize_rows(in, 1, rows * in_dim, s_.quantized.data(), s_.act_scales.data());
     std::fill(s_.act_scales.begin(), s_.act_scales.end(), s_.act_scales[0]);
   }
-  kernels::int8_matmul(s_.quantized.data(), s_.act_scales.data(), rows, in_dim, w.values.data(),
-                       w.scales.data(), w.rows, out);
+  kernels::int8_matmul(s_.quantized.data(), s_.act_scales.data(), rows, w.view(), out, w.rows);
 }
 
 void Chiplet::store_kv(size_t layer, const StepRows& step) {
@@ -228,8 +227,8 @@ void Chiplet::mlp(size_t layer, const float* x, size_t rows, float* partial) {
 void Chiplet::logits(const float* x, float* out) {
   s_.normed.resize(dims_.hidden);
   kernels::rmsnorm(x, weights_.final_norm.data(), s_.normed.data(), 1, dims_.hidden, eps());
-  kernels::f32_matvec(s_.normed.data(), dims_.hidden, weights_.lm_head.data(), dims_.vocab_local(),
-                      out);
+  kernels::bf16_matvec(s_.normed.data(), dims_.hidden, weights_.lm_head.data(), dims_.vocab_local(),
+                       out);
 }
 
 }  // namespace simdev

@@ -1,9 +1,11 @@
 #include "simdev/device/model/kernels.hpp"
 
-#include "simdev/device/model/kernels_eigen.hpp"
+#include "simdev/device/model/kernels_isa.hpp"
 
 #include <algorithm>
 #include <cmath>
+
+#include "calbin/bf16.hpp"
 
 namespace simdev::kernels {
 
@@ -53,34 +55,116 @@ int32_t dot_i8(const int8_t* a, const int8_t* b, size_t n) {
 
 }  // namespace
 
-bool eigen_available() {
-#if defined(CALRT_KERNELS_EIGEN_AVX2)
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported;
+bool supported(Isa isa) {
+  switch (isa) {
+    case Isa::scalar:
+      return true;
+#if defined(CALRT_KERNELS_X86)
+    case Isa::avx2: {
+      static const bool avx2 = __builtin_cpu_supports("avx2");
+      return avx2;
+    }
+    case Isa::avx512_vnni: {
+      static const bool vnni =
+          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+          __builtin_cpu_supports("avx512vnni");
+      return vnni;
+    }
 #else
-  return false;
+    case Isa::avx2:
+    case Isa::avx512_vnni:
+      return false;
 #endif
+  }
+  return false;
 }
 
-void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
-                 const float* w_scales, size_t out_features, float* out) {
-  if (rows >= kEigenMinRows && eigen_available()) {
-    eigen::int8_matmul(a, a_scales, rows, in, w, w_scales, out_features, out);
-  } else {
-    int8_matmul_reference(a, a_scales, rows, in, w, w_scales, out_features, out);
+Isa best_isa() {
+  static const Isa best = supported(Isa::avx512_vnni) ? Isa::avx512_vnni
+                          : supported(Isa::avx2)      ? Isa::avx2
+                                                      : Isa::scalar;
+  return best;
+}
+
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512_vnni:
+      return "avx512_vnni";
+  }
+  return "?";
+}
+
+void int8_row_sums(const int8_t* values, size_t rows, size_t cols, int32_t* sums) {
+  for (size_t r = 0; r < rows; ++r) {
+    int32_t sum = 0;
+    for (size_t i = 0; i < cols; ++i) sum += values[r * cols + i];
+    sums[r] = sum;
   }
 }
 
-void int8_matmul_reference(const int8_t* a, const float* a_scales, size_t rows, size_t in,
-                           const int8_t* w, const float* w_scales, size_t out_features,
-                           float* out) {
+namespace {
+
+void int8_matmul_reference(const int8_t* a, const float* a_scales, size_t rows,
+                           const Int8Weights& w, float* out, size_t out_stride) {
   for (size_t r = 0; r < rows; ++r) {
-    const int8_t* a_row = a + r * in;
-    float* dst = out + r * out_features;
-    for (size_t o = 0; o < out_features; ++o) {
-      const int32_t acc = dot_i8(a_row, w + o * in, in);
-      dst[o] = static_cast<float>(acc) * a_scales[r] * w_scales[o];
+    const int8_t* a_row = a + r * w.cols;
+    float* dst = out + r * out_stride;
+    for (size_t o = 0; o < w.rows; ++o) {
+      const int32_t acc = dot_i8(a_row, w.values + o * w.cols, w.cols);
+      dst[o] = static_cast<float>(acc) * a_scales[r] * w.scales[o];
     }
+  }
+}
+
+template <class W>
+float widened(W value) {
+  if constexpr (sizeof(W) == 2) {
+    return calbin::bf16_to_f32(value);
+  } else {
+    return value;
+  }
+}
+
+// The contract's dot product over FP32 or BF16 weights (kernels.hpp, kDotLanes). The lanes
+// are independent sums, so the compiler may vectorise the block loop without reassociating.
+template <class W>
+float lane_dot(const float* x, const W* w, size_t count) {
+  float lanes[kDotLanes] = {};
+  size_t i = 0;
+  for (; i + kDotLanes <= count; i += kDotLanes) {
+    for (size_t j = 0; j < kDotLanes; ++j) {
+      lanes[j] += x[i + j] * widened(w[i + j]);
+    }
+  }
+  for (size_t j = 0; i + j < count; ++j) {
+    lanes[j] += x[i + j] * widened(w[i + j]);
+  }
+  for (size_t width = kDotLanes / 2; width > 0; width /= 2) {
+    for (size_t j = 0; j < width; ++j) {
+      lanes[j] += lanes[j + width];
+    }
+  }
+  return lanes[0];
+}
+
+}  // namespace
+
+void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8Weights& w,
+                 float* out, size_t out_stride, Isa isa) {
+  switch (isa) {
+#if defined(CALRT_KERNELS_X86)
+    case Isa::avx512_vnni:
+      return avx512::int8_matmul(a, a_scales, rows, w, out, out_stride);
+    case Isa::avx2:
+      return avx2::int8_matmul(a, a_scales, rows, w, out, out_stride);
+#endif
+    default:
+      return int8_matmul_reference(a, a_scales, rows, w, out, out_stride);
   }
 }
 
@@ -104,30 +188,33 @@ void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, co
   }
 }
 
-float dot_f32(const float* x, const float* w, size_t count) {
-  // The lanes are independent sums, so the compiler vectorises the block loop without
-  // reassociating anything.
-  float lanes[kDotLanes] = {};
-  size_t i = 0;
-  for (; i + kDotLanes <= count; i += kDotLanes) {
-    for (size_t j = 0; j < kDotLanes; ++j) {
-      lanes[j] += x[i + j] * w[i + j];
-    }
+float dot_f32(const float* x, const float* w, size_t count) { return lane_dot(x, w, count); }
+
+void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out,
+                Isa isa) {
+  switch (isa) {
+#if defined(CALRT_KERNELS_X86)
+    case Isa::avx512_vnni:
+      return avx512::f32_matvec(x, in, w, out_features, out);
+    case Isa::avx2:
+      return avx2::f32_matvec(x, in, w, out_features, out);
+#endif
+    default:
+      for (size_t o = 0; o < out_features; ++o) out[o] = lane_dot(x, w + o * in, in);
   }
-  for (size_t j = 0; i + j < count; ++j) {
-    lanes[j] += x[i + j] * w[i + j];
-  }
-  for (size_t width = kDotLanes / 2; width > 0; width /= 2) {
-    for (size_t j = 0; j < width; ++j) {
-      lanes[j] += lanes[j + width];
-    }
-  }
-  return lanes[0];
 }
 
-void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
-  for (size_t o = 0; o < out_features; ++o) {
-    out[o] = dot_f32(x, w + o * in, in);
+void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out,
+                 Isa isa) {
+  switch (isa) {
+#if defined(CALRT_KERNELS_X86)
+    case Isa::avx512_vnni:
+      return avx512::bf16_matvec(x, in, w, out_features, out);
+    case Isa::avx2:
+      return avx2::bf16_matvec(x, in, w, out_features, out);
+#endif
+    default:
+      for (size_t o = 0; o < out_features; ++o) out[o] = lane_dot(x, w + o * in, in);
   }
 }
 

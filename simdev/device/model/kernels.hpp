@@ -17,17 +17,43 @@ void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_
 // clamped to [-127, 127]. A zero row gets scale 0 and zero values.
 void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales);
 
-// out[r][o] = (sum_i a[r][i] * w[o][i]) * a_scale[r] * w_scale[o], int32 accumulation. Many
-// rows go through Eigen's GEMM where the CPU allows (kernels_eigen.hpp), with the same result
-// bit for bit; the reference loops are int8_matmul_reference.
-void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, size_t in, const int8_t* w,
-                 const float* w_scales, size_t out_features, float* out);
-void int8_matmul_reference(const int8_t* a, const float* a_scales, size_t rows, size_t in,
-                           const int8_t* w, const float* w_scales, size_t out_features, float* out);
-// Whether this build has the Eigen kernel and this CPU runs it (AVX2 and FMA).
-bool eigen_available();
-// Rows from which int8_matmul takes the Eigen kernel (benchmarks/README.md has the figures).
-inline constexpr size_t kEigenMinRows = 8;
+// The instruction sets the fast kernels are written for. Every one computes the reference
+// loops' bits: the int8 kernels accumulate in int32, which has no rounding, and the FP32
+// kernels add in the contract's lane order (kDotLanes below), so the choice changes speed,
+// never a result.
+enum class Isa : uint8_t {
+  scalar,       // the reference loops
+  avx2,         // int8 widened to int16 pairs; FP32 lanes in two 8-wide registers
+  avx512_vnni,  // int8 through VPDPBUSD; FP32 lanes in one 16-wide register
+};
+// The fastest set this build and CPU run; `supported` says whether one of them runs here.
+Isa best_isa();
+bool supported(Isa isa);
+const char* to_string(Isa isa);
+
+// An int8 weight matrix as the device holds it: [rows][cols] values, one scale per row, and
+// the sum of each row's values (int8_row_sums), which the VNNI kernel needs because its
+// instruction multiplies unsigned by signed bytes: it adds 128 to every activation and takes
+// 128 x row_sum back off, exactly.
+struct Int8Weights {
+  const int8_t* values = nullptr;
+  const float* scales = nullptr;
+  const int32_t* row_sums = nullptr;
+  size_t rows = 0;
+  size_t cols = 0;
+  // Rows [first, first + count): a slice a worker computes apart from the others.
+  Int8Weights slice(size_t first, size_t count) const {
+    return {values + first * cols, scales + first, row_sums + first, count, cols};
+  }
+};
+void int8_row_sums(const int8_t* values, size_t rows, size_t cols, int32_t* sums);
+
+// out[r * out_stride + o] = float(sum_i a[r][i] * w[o][i]) * a_scales[r] * w.scales[o], for
+// rows activation rows of w.cols values: the sum in int32 (wrapping), then two FP32 products
+// in that order. A decode row streams each weight row once; many rows are tiled so a block
+// of weights stays in cache while the activation rows pass over it.
+void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8Weights& w,
+                 float* out, size_t out_stride, Isa isa = best_isa());
 
 // w4af16 (calbin/MODEL.md): x16 holds the activation rows already rounded to BF16; w holds
 // int4 values one per byte, scales [out][in / group]. Per output, each group's exact products
@@ -42,8 +68,12 @@ void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, co
 // a SIMD kernel computes the same bits as this loop.
 inline constexpr size_t kDotLanes = 16;
 float dot_f32(const float* x, const float* w, size_t count);
-// out[o] = dot_f32(x, w[o]) (one activation row).
-void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out);
+// out[o] = dot_f32(x, w[o]) for one activation row, over FP32 weights or BF16 ones (widened
+// exactly as they are read, so a BF16 table takes half the memory and bandwidth).
+void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out,
+                Isa isa = best_isa());
+void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out,
+                 Isa isa = best_isa());
 
 // NeoX rotary embedding of one head in place: pairs (i, i + dim/2) rotate by
 // position * theta^(-2i/dim). The angle, its cosine and sine are computed in double and

@@ -12,6 +12,19 @@
 namespace simdev::kernels {
 namespace {
 
+// BF16 by truncation, and back: the tests' own conversions (any BF16 values will do).
+uint16_t calbin_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t bits = uint32_t{h} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 std::vector<float> random_floats(size_t count, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-scale, scale);
@@ -84,68 +97,157 @@ TEST(Kernels, W4af16MatmulSumsGroupsThenScales) {
   }
 }
 
+// Every instruction set this build and CPU run, the reference loops first.
+std::vector<Isa> isas_here() {
+  std::vector<Isa> isas;
+  for (const Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512_vnni}) {
+    if (supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+struct Int8Case {
+  Int8Case(size_t rows_, size_t in_, size_t out_, uint32_t seed) : rows(rows_), in(in_), out(out_) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> dist(-128, 127);
+    a.resize(rows * in);
+    w.resize(out * in);
+    for (auto& v : a) v = static_cast<int8_t>(dist(rng));
+    for (auto& v : w) v = static_cast<int8_t>(dist(rng));
+    a_scales = random_floats(rows, seed + 1);
+    w_scales = random_floats(out, seed + 2);
+    sums.resize(out);
+    int8_row_sums(w.data(), out, in, sums.data());
+  }
+  Int8Weights weights() const { return {w.data(), w_scales.data(), sums.data(), out, in}; }
+  size_t rows, in, out;
+  std::vector<int8_t> a, w;
+  std::vector<float> a_scales, w_scales;
+  std::vector<int32_t> sums;
+};
+
 TEST(Kernels, Int8MatmulMatchesNaiveLoop) {
-  const size_t rows = 5, in = 67, out = 9;
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<int> dist(-127, 127);
-  std::vector<int8_t> a(rows * in), w(out * in);
-  for (auto& v : a) v = static_cast<int8_t>(dist(rng));
-  for (auto& v : w) v = static_cast<int8_t>(dist(rng));
-  const auto a_scales = random_floats(rows, 4);
-  const auto w_scales = random_floats(out, 5);
-  std::vector<float> result(rows * out);
-  int8_matmul(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out, result.data());
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t o = 0; o < out; ++o) {
-      int64_t acc = 0;
-      for (size_t i = 0; i < in; ++i) {
-        acc += int64_t{a[r * in + i]} * w[o * in + i];
+  const Int8Case m(5, 67, 9, 3);
+  for (const Isa isa : isas_here()) {
+    std::vector<float> result(m.rows * m.out);
+    int8_matmul(m.a.data(), m.a_scales.data(), m.rows, m.weights(), result.data(), m.out, isa);
+    for (size_t r = 0; r < m.rows; ++r) {
+      for (size_t o = 0; o < m.out; ++o) {
+        int64_t acc = 0;
+        for (size_t i = 0; i < m.in; ++i) {
+          acc += int64_t{m.a[r * m.in + i]} * m.w[o * m.in + i];
+        }
+        EXPECT_FLOAT_EQ(result[r * m.out + o], float(acc) * m.a_scales[r] * m.w_scales[o])
+            << to_string(isa) << " " << r << "," << o;
       }
-      EXPECT_FLOAT_EQ(result[r * out + o], float(acc) * a_scales[r] * w_scales[o]);
     }
   }
 }
 
-// The Eigen GEMM path (kernels_eigen.hpp) gives the reference loops' result bit for bit, at
-// the exactness bound and past it: inputs of every length around the 1024-input blocks, rows
-// around the dispatch threshold, and the largest products (-128 weights against -127 and 127
-// activations), whose per-block sums reach 2^24. Negative control, run by hand: blocks of 4096
-// inputs fail. Blocks of 2048 still pass here, by luck of parity: Eigen adds partial sums of an
-// even count of odd products, which are even, and even integers are exact up to 2^25; the
-// 1024 bound is the one that holds whatever order the GEMM adds in.
-TEST(Kernels, Int8MatmulThroughEigenIsTheReferenceBitForBit) {
-  if (!eigen_available()) {
-    GTEST_SKIP() << "this build or CPU has no Eigen int8 kernel (needs x86-64 AVX2 and FMA)";
-  }
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> dist(-128, 127);
-  for (const size_t in : {1, 7, 1023, 1024, 1025, 3072, 4100}) {
-    for (const size_t rows : {kEigenMinRows, kEigenMinRows + 1, size_t{64}}) {
-      const size_t out = 33;
-      std::vector<int8_t> a(rows * in), w(out * in);
-      for (auto& v : a) v = static_cast<int8_t>(std::max(dist(rng), -127));
-      for (auto& v : w) v = static_cast<int8_t>(dist(rng));
-      // Rows 0-3 against outputs 0-7 at the extremes: activations of -127 or 127, weights of
-      // -128 (even products) or of 125 or 127 (odd products) at random. A sum of odd products
-      // is exact in FP32 only up to 2^24, which is what the block size keeps to; 32 such sums
-      // make it near certain that one of them is odd where a longer block would round it.
-      for (size_t i = 0; i < in; ++i) {
-        for (size_t r = 0; r < 4; ++r) a[r * in + i] = static_cast<int8_t>(r % 2 == 0 ? -127 : 127);
-        w[i] = -128;
-        for (size_t o = 1; o < 8; ++o) {
-          w[o * in + i] = static_cast<int8_t>(dist(rng) % 2 == 0 ? 125 : 127);
+// The AVX2 and VNNI kernels give the reference loops' bits on every shape around their blocks
+// (16 and 64 inputs, tiles of 1, 2 and 4 rows and 4 and 8 outputs), at the extremes of both
+// operands (-128 and 127, where the VNNI kernel's +128 offset and a saturating multiply would
+// go wrong), and written into a wider output row, as a worker's slice is.
+TEST(Kernels, Int8MatmulIsTheReferenceBitForBitOnEveryInstructionSet) {
+  uint32_t seed = 11;
+  for (const size_t in : {1, 7, 15, 16, 17, 63, 64, 65, 127, 1023, 1024, 1025, 3072, 4100}) {
+    for (const size_t rows : {1, 2, 3, 4, 5, 8, 9, 64}) {
+      for (const size_t out : {1, 3, 4, 5, 8, 9, 33}) {
+        Int8Case m(rows, in, out, ++seed);
+        if (seed % 3 == 0) {
+          for (auto& v : m.a) v = static_cast<int8_t>(v < 0 ? -128 : 127);
+          for (auto& v : m.w) v = static_cast<int8_t>(v < 0 ? -128 : 127);
+          int8_row_sums(m.w.data(), m.out, m.in, m.sums.data());
+        }
+        const size_t stride = out + 3;
+        std::vector<float> reference(rows * stride, -1.0f);
+        int8_matmul(m.a.data(), m.a_scales.data(), rows, m.weights(), reference.data(), stride,
+                    Isa::scalar);
+        for (const Isa isa : isas_here()) {
+          std::vector<float> fast(rows * stride, -1.0f);
+          int8_matmul(m.a.data(), m.a_scales.data(), rows, m.weights(), fast.data(), stride, isa);
+          ASSERT_EQ(0, std::memcmp(fast.data(), reference.data(), fast.size() * sizeof(float)))
+              << to_string(isa) << ": in " << in << ", rows " << rows << ", out " << out;
         }
       }
-      const auto a_scales = random_floats(rows, 12);
-      const auto w_scales = random_floats(out, 13);
-      std::vector<float> fast(rows * out), reference(rows * out);
-      int8_matmul(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out, fast.data());
-      int8_matmul_reference(a.data(), a_scales.data(), rows, in, w.data(), w_scales.data(), out,
-                            reference.data());
-      ASSERT_EQ(0, std::memcmp(fast.data(), reference.data(), fast.size() * sizeof(float)))
-          << "in " << in << ", rows " << rows;
     }
   }
+}
+
+// Two workers' slices of the weight rows fill the same output as one call.
+TEST(Kernels, Int8MatmulSlicesMakeTheWhole) {
+  const Int8Case m(6, 200, 37, 5);
+  for (const Isa isa : isas_here()) {
+    std::vector<float> whole(m.rows * m.out), parts(m.rows * m.out);
+    int8_matmul(m.a.data(), m.a_scales.data(), m.rows, m.weights(), whole.data(), m.out, isa);
+    int8_matmul(m.a.data(), m.a_scales.data(), m.rows, m.weights().slice(0, 20), parts.data(),
+                m.out, isa);
+    int8_matmul(m.a.data(), m.a_scales.data(), m.rows, m.weights().slice(20, 17), parts.data() + 20,
+                m.out, isa);
+    EXPECT_EQ(whole, parts) << to_string(isa);
+  }
+}
+
+// Values whose sum depends on the order of the additions: magnitudes from 2^-20 to 2^20, both
+// signs, a few zeros of either sign, and now and then an infinity or a NaN.
+std::vector<float> order_sensitive(size_t count, uint32_t seed, bool specials) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> exponent(-20, 20), kind(0, 99);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::vector<float> values(count);
+  for (float& v : values) {
+    const int k = kind(rng);
+    v = std::ldexp(mantissa(rng), exponent(rng)) * (k % 2 == 0 ? 1.0f : -1.0f);
+    if (k < 3) v = k == 0 ? 0.0f : -0.0f;
+    if (specials && k == 98) v = INFINITY;
+    if (specials && k == 99) v = NAN;
+  }
+  return values;
+}
+
+// Equal bits, except that any two NaNs are equal: which NaN operand's payload a product keeps
+// depends on the operand order the compiler picks, which nothing in the contract fixes.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
+  }
+  return a.size() == b.size();
+}
+
+// The FP32 matvec over FP32 and BF16 weights, on every instruction set, is dot_f32's lane order
+// bit for bit, tails of every length included. The negative control: one sum in index order
+// over the same data differs, so the comparison can see an order that is not the contract's.
+TEST(Kernels, MatvecKeepsTheContractLaneOrderOnEveryInstructionSet) {
+  bool order_visible = false;
+  uint32_t seed = 40;
+  for (const size_t in : {1, 2, 15, 16, 17, 31, 33, 100, 1023, 1024, 1025}) {
+    for (const bool specials : {false, true}) {
+      const size_t out = 7;
+      const auto x = order_sensitive(in, ++seed, specials);
+      const auto w = order_sensitive(out * in, ++seed, specials);
+      std::vector<uint16_t> w16(w.size());
+      std::transform(w.begin(), w.end(), w16.begin(), calbin_bf16);
+      std::vector<float> reference(out), reference16(out);
+      for (size_t o = 0; o < out; ++o) {
+        reference[o] = dot_f32(x.data(), &w[o * in], in);
+        std::vector<float> widened(in);
+        for (size_t i = 0; i < in; ++i) widened[i] = from_bf16(w16[o * in + i]);
+        reference16[o] = dot_f32(x.data(), widened.data(), in);
+        float serial = 0.0f;
+        for (size_t i = 0; i < in; ++i) serial += x[i] * w[o * in + i];
+        order_visible = order_visible || std::memcmp(&serial, &reference[o], sizeof serial) != 0;
+      }
+      for (const Isa isa : isas_here()) {
+        std::vector<float> got(out), got16(out);
+        f32_matvec(x.data(), in, w.data(), out, got.data(), isa);
+        bf16_matvec(x.data(), in, w16.data(), out, got16.data(), isa);
+        ASSERT_TRUE(same_bits(got, reference)) << to_string(isa) << ": fp32, in " << in;
+        ASSERT_TRUE(same_bits(got16, reference16)) << to_string(isa) << ": bf16, in " << in;
+      }
+    }
+  }
+  EXPECT_TRUE(order_visible);
 }
 
 TEST(Kernels, RopeRotatesNeoxPairs) {
