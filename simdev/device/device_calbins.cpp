@@ -128,10 +128,15 @@ Status Device::load_weights(CalbinImage& image) {
   if (config_.numerics_mutant == NumericsMutant::v_cache_bf16) {
     dims->v_int8 = false;  // the mutant keeps the declared int8 V-cache in BF16
   }
+  auto workers = std::make_unique<Workers>(config_.host_threads);
+  // The chips load side by side; the first failure in chip order is the one reported.
+  std::vector<Expected<ChipWeights>> chips(image.manifest.chips, ChipWeights{});
+  workers->run(chips.size(), [&](size_t c) {
+    chips[c] = load_chip_weights(image.dir, image.manifest, *dims, static_cast<uint32_t>(c),
+                                 config_.numerics_mutant == NumericsMutant::int4_nibbles_swapped);
+  });
   std::vector<ChipWeights> weights;
-  for (uint32_t c = 0; c < image.manifest.chips; ++c) {
-    auto chip = load_chip_weights(image.dir, image.manifest, *dims, c,
-                                  config_.numerics_mutant == NumericsMutant::int4_nibbles_swapped);
+  for (auto& chip : chips) {
     if (!chip) {
       return tl::unexpected(chip.error());
     }
@@ -139,6 +144,7 @@ Status Device::load_weights(CalbinImage& image) {
   }
   image.dims = *dims;
   image.weights = std::move(weights);
+  image.workers = std::move(workers);
   return {};
 }
 
@@ -223,6 +229,7 @@ void Device::unconfigure(ObjectId id, CalbinImage& image) {
   drop_calbin_objects(id, /*keep_buffers_and_jobs=*/true);
   image.configured = false;
   image.weights.clear();
+  image.workers.reset();
   image.dims.reset();
   image.kv_allocator.reset();
   image.memory_used_bytes.clear();

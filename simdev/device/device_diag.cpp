@@ -328,6 +328,8 @@ uint64_t Device::state_hash() const {
 
   StateHasher h;
   for (const ParamSpec& param : device_params()) {
+    // The host's thread count changes how fast a step runs, never what the device holds.
+    if (param.name == std::string_view("host_threads")) continue;
     h.text(param.name);
     h.u64(param.get(config_));
   }

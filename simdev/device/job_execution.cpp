@@ -226,8 +226,8 @@ Status run_functional(CalbinImage& image, const calbin::Model& model, const Tens
   }
   kv.store.reserve_slots(plan.past + plan.cur);
   const StepRequest request{*tokens, *positions, plan.past, mutant};
-  const std::vector<float> logits =
-      run_step(*image.dims, image.weights, kv.store, image.scratch, request, &probes);
+  const std::vector<float> logits = run_step(*image.dims, image.weights, kv.store, image.scratch,
+                                             *image.workers, request, &probes);
   return write_logits(model, output, {logits}, image.manifest.chips, mutant);
 }
 
@@ -248,8 +248,8 @@ Status run_rows(CalbinImage& image, const calbin::Model& model, TensorBytes& out
     row.kv->store.reserve_slots(past + 1);
     const StepRequest request{std::span<const int32_t>(&row.token, 1),
                               std::span<const int32_t>(&row.position, 1), past, mutant};
-    logits.push_back(run_step(*image.dims, image.weights, row.kv->store, image.scratch, request,
-                              r == 0 ? &probes : nullptr));
+    logits.push_back(run_step(*image.dims, image.weights, row.kv->store, image.scratch,
+                              *image.workers, request, r == 0 ? &probes : nullptr));
   }
   if (mutant == NumericsMutant::batch_rows_rotated) {
     std::rotate(logits.begin(), logits.end() - 1, logits.end());

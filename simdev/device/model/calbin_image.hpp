@@ -16,6 +16,7 @@
 #include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/model/model_dims.hpp"
+#include "simdev/device/model/workers.hpp"
 #include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {
@@ -35,6 +36,8 @@ struct CalbinImage {
   std::unique_ptr<KvAllocator> kv_allocator;
   // The chips' working memory between steps; the device runs one step at a time.
   std::vector<ChipScratch> scratch;
+  // The host threads the configured calbin's steps run on (DeviceConfig::host_threads).
+  std::unique_ptr<Workers> workers;
 
   bool functional() const { return !manifest.timing_only && !weights.empty(); }
 

@@ -1,6 +1,7 @@
 #include "simdev/device/model/chiplet.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 
@@ -10,25 +11,35 @@
 namespace simdev {
 
 Chiplet::Chiplet(const ModelDims& dims, const ChipWeights& weights, ChipKv& kv,
-                 ChipScratch& scratch, NumericsMutant mutant)
+                 ChipScratch& scratch, Workers& workers, NumericsMutant mutant)
     : dims_(dims),
       weights_(weights),
       kv_(kv),
+      workers_(workers),
       mutant_(mutant),
       ones_(dims.head_dim, 1.0f),
       s_(scratch) {}
 
 void Chiplet::norm_and_rope(float* head, const std::vector<float>& norm, bool ignore_norm,
-                            int32_t position) {
+                            const StepRows& step, size_t row) {
   const size_t dim = dims_.head_dim;
   kernels::rmsnorm(head, ignore_norm ? ones_.data() : norm.data(), head, 1, dim, eps());
+  const float* c = step.rope_cos + row * (dim / 2);
+  const float* s = step.rope_sin + row * (dim / 2);
   if (mutant_ == NumericsMutant::rope_interleaved) {
-    kernels::rope_interleaved(head, dim, position, dims_.rope_theta);
+    kernels::rope_interleaved(head, dim, c, s);
   } else {
-    const double theta =
-        mutant_ == NumericsMutant::rope_theta ? dims_.rope_theta / 100.0 : dims_.rope_theta;
-    kernels::rope_neox(head, dim, position, theta);
+    kernels::rope_neox(head, dim, c, s);
   }
+}
+
+void Chiplet::split(size_t count, size_t align, bool worth_it,
+                    const std::function<void(size_t, size_t)>& piece) {
+  const size_t parts = worth_it ? workers_.threads() : 1;
+  workers_.run(parts, [&](size_t i) {
+    const Range range = split_range(count, parts, i, align);
+    if (range.size > 0) piece(range.first, range.size);
+  });
 }
 
 void Chiplet::project(const Int8Matrix& w, const float* in, size_t rows, size_t in_dim,
@@ -49,7 +60,11 @@ void Chiplet::project(const Int8Matrix& w, const float* in, size_t rows, size_t 
     kernels::quantize_rows(in, 1, rows * in_dim, s_.quantized.data(), s_.act_scales.data());
     std::fill(s_.act_scales.begin(), s_.act_scales.end(), s_.act_scales[0]);
   }
-  kernels::int8_matmul(s_.quantized.data(), s_.act_scales.data(), rows, w.view(), out, w.rows);
+  // Blocks of 8 weight rows, the kernels' own; a hand-off costs more than a few dozen rows.
+  split(w.rows, 8, w.rows >= 64, [&](size_t first, size_t count) {
+    kernels::int8_matmul(s_.quantized.data(), s_.act_scales.data(), rows,
+                         w.view().slice(first, count), out + first, w.rows);
+  });
 }
 
 void Chiplet::store_kv(size_t layer, const StepRows& step) {
@@ -67,7 +82,7 @@ void Chiplet::store_kv(size_t layer, const StepRows& step) {
             : [](float f) { return calbin::f32_to_bf16(f); };
     for (size_t h = 0; h < heads; ++h) {
       float* key = &s_.k[(r * heads + h) * dim];
-      norm_and_rope(key, w.k_norm, mutant_ == NumericsMutant::k_norm_ignored, step.positions[r]);
+      norm_and_rope(key, w.k_norm, mutant_ == NumericsMutant::k_norm_ignored, step, r);
       const float* value = &s_.v[(r * heads + h) * dim];
       const size_t at = slot_base + h * dim;
       for (size_t d = 0; d < dim; ++d) {
@@ -134,22 +149,30 @@ void Chiplet::attention(size_t layer, const StepRows& step, size_t first_active,
   stage_kv(layer, slot_count);
   const size_t active = rows - first_active;
   s_.attn.assign(active * q_heads * dim, 0.0f);
-  s_.scores.resize(slot_count);
-  for (size_t r = first_active; r < rows; ++r) {
-    for (size_t h = 0; h < q_heads; ++h) {
-      float* query = &s_.q[(r * q_heads + h) * dim];
-      norm_and_rope(query, w.q_norm, mutant_ == NumericsMutant::q_norm_ignored, step.positions[r]);
-      if (mutant_ == NumericsMutant::attn_unscaled) {
-        for (size_t d = 0; d < dim; ++d) query[d] *= std::sqrt(static_cast<float>(dim));
-      }
-      const size_t g =
-          mutant_ == NumericsMutant::gqa_mapping ? h % kv_heads : h / dims_.group_size();
-      // Causal: row r sees slots [0, P + r].
-      kernels::attend(query, &s_.k_staged[g * dim * slot_count], slot_count,
-                      &s_.v_staged[g * slot_count * dim], step.past + r + 1, dim, s_.scores.data(),
-                      &s_.attn[((r - first_active) * q_heads + h) * dim]);
-    }
-  }
+  s_.scores.resize(workers_.threads());
+  for (auto& scores : s_.scores) scores.resize(slot_count);
+  // Each (row, head) pair is independent: its own query, output and scores buffer.
+  std::atomic<size_t> part{0};
+  const size_t pairs = active * q_heads;
+  split(pairs, 1, pairs >= 2 && pairs * slot_count * dim >= (size_t{1} << 16),
+        [&](size_t first, size_t count) {
+          float* scores = s_.scores[part++].data();
+          for (size_t pair = first; pair < first + count; ++pair) {
+            const size_t r = first_active + pair / q_heads;
+            const size_t h = pair % q_heads;
+            float* query = &s_.q[(r * q_heads + h) * dim];
+            norm_and_rope(query, w.q_norm, mutant_ == NumericsMutant::q_norm_ignored, step, r);
+            if (mutant_ == NumericsMutant::attn_unscaled) {
+              for (size_t d = 0; d < dim; ++d) query[d] *= std::sqrt(static_cast<float>(dim));
+            }
+            const size_t g =
+                mutant_ == NumericsMutant::gqa_mapping ? h % kv_heads : h / dims_.group_size();
+            // Causal: row r sees slots [0, P + r].
+            kernels::attend(query, &s_.k_staged[g * dim * slot_count], slot_count,
+                            &s_.v_staged[g * slot_count * dim], step.past + r + 1, dim, scores,
+                            &s_.attn[((r - first_active) * q_heads + h) * dim]);
+          }
+        });
   project(w.o_proj, s_.attn.data(), active, q_heads * dim, partial);
 }
 

@@ -9,6 +9,7 @@
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
+#include "simdev/device/model/workers.hpp"
 
 namespace simdev {
 
@@ -17,13 +18,18 @@ struct StepRows {
   size_t rows = 0;                     // tokens in this submission
   const int32_t* positions = nullptr;  // [rows], RoPE only
   size_t past = 0;                     // P: row r is KV slot P + r
+  // Each row's RoPE cosines and sines, [rows][head_dim / 2] (kernels::rope_table): the same
+  // for every head, layer and chip, so the step computes them once.
+  const float* rope_cos = nullptr;
+  const float* rope_sin = nullptr;
 };
 
 // A chip's working memory for one step. It outlives the step (the calbin image keeps one per
 // chip) so that a decode step does not allocate and zero-fill megabytes of staged KV again:
 // that was a fifth of a long prompt's host time.
 struct ChipScratch {
-  std::vector<float> normed, q, k, v, attn, gate, up, scores;
+  std::vector<float> normed, q, k, v, attn, gate, up;
+  std::vector<std::vector<float>> scores;  // one per worker: attend()'s [slot] scratch
   std::vector<int8_t> quantized;
   std::vector<float> act_scales;
   std::vector<float> act16;               // w4af16: the BF16-rounded activation rows
@@ -37,8 +43,10 @@ struct ChipScratch {
 
 class Chiplet {
  public:
+  // `workers` split the chip's matmuls and attention heads when the chip's own piece of the
+  // step runs alone (a one-chip model); inside a piece they run inline.
   Chiplet(const ModelDims& dims, const ChipWeights& weights, ChipKv& kv, ChipScratch& scratch,
-          NumericsMutant mutant = NumericsMutant::none);
+          Workers& workers, NumericsMutant mutant = NumericsMutant::none);
 
   // Projects q/k/v for every row, stores k/v at slots P + r, then attends for rows
   // [first_active, rows) and writes their partial o_proj output: [rows - first_active][H].
@@ -61,13 +69,18 @@ class Chiplet {
   double eps() const {
     return mutant_ == NumericsMutant::rms_eps ? dims_.rms_eps * 1e4 : dims_.rms_eps;
   }
-  // q and k after their head norm and RoPE.
+  // q and k after their head norm and RoPE; `row` picks the step's RoPE angles.
   void norm_and_rope(float* head, const std::vector<float>& norm, bool ignore_norm,
-                     int32_t position);
+                     const StepRows& step, size_t row);
+  // Runs piece(first, size) over [0, count), split among the workers in blocks of `align`
+  // when the caller says the work is `worth_it` (a hand-off costs some microseconds).
+  void split(size_t count, size_t align, bool worth_it,
+             const std::function<void(size_t, size_t)>& piece);
 
   const ModelDims& dims_;
   const ChipWeights& weights_;
   ChipKv& kv_;
+  Workers& workers_;
   NumericsMutant mutant_;
   std::vector<float> ones_;  // a norm weight of 1, for the *_norm_ignored mutants
   ChipScratch& s_;

@@ -13,6 +13,7 @@
 #include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
+#include "simdev/device/model/workers.hpp"
 
 namespace simdev {
 
@@ -28,11 +29,12 @@ Status validate_tokens(std::span<const int32_t> tokens, size_t vocab);
 
 // Computes the step and returns the FP32 logits [vocab] of the last token. The caller has
 // validated the request and backed KV slots [0, past + tokens) in kv. scratch holds one
-// working area per chip (resized here) and is reused by the caller's next step. `probes`,
+// working area per chip (resized here) and is reused by the caller's next step. The chips
+// run side by side on `workers`; the result is the same bits on any number of threads. `probes`,
 // when given, receives the last token's residual stream at the CALRT_EXT_PROBE points
 // (abi/calrt_ext.h): [2 * layers + 1][hidden].
 std::vector<float> run_step(const ModelDims& dims, std::span<const ChipWeights> chips, KvStore& kv,
-                            std::vector<ChipScratch>& scratch, const StepRequest& request,
-                            std::vector<float>* probes = nullptr);
+                            std::vector<ChipScratch>& scratch, Workers& workers,
+                            const StepRequest& request, std::vector<float>* probes = nullptr);
 
 }  // namespace simdev

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "calbin/bf16.hpp"
 
@@ -218,33 +219,39 @@ void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_featur
   }
 }
 
-void rope_neox(float* head, size_t dim, int64_t position, double theta) {
-  const size_t half = dim / 2;
-  for (size_t i = 0; i < half; ++i) {
-    const double inv_freq =
-        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-    const double angle = static_cast<double>(position) * inv_freq;
-    const float c = static_cast<float>(std::cos(angle));
-    const float s = static_cast<float>(std::sin(angle));
-    const float x0 = head[i];
-    const float x1 = head[i + half];
-    head[i] = x0 * c - x1 * s;
-    head[i + half] = x0 * s + x1 * c;
-  }
-}
-
-void rope_interleaved(float* head, size_t dim, int64_t position, double theta) {
+void rope_table(int64_t position, size_t dim, double theta, float* cos_out, float* sin_out) {
   for (size_t i = 0; i < dim / 2; ++i) {
     const double inv_freq =
         std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
     const double angle = static_cast<double>(position) * inv_freq;
-    const float c = static_cast<float>(std::cos(angle));
-    const float s = static_cast<float>(std::sin(angle));
+    cos_out[i] = static_cast<float>(std::cos(angle));
+    sin_out[i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void rope_neox(float* head, size_t dim, const float* cos, const float* sin) {
+  const size_t half = dim / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const float x0 = head[i];
+    const float x1 = head[i + half];
+    head[i] = x0 * cos[i] - x1 * sin[i];
+    head[i + half] = x0 * sin[i] + x1 * cos[i];
+  }
+}
+
+void rope_interleaved(float* head, size_t dim, const float* cos, const float* sin) {
+  for (size_t i = 0; i < dim / 2; ++i) {
     const float x0 = head[2 * i];
     const float x1 = head[2 * i + 1];
-    head[2 * i] = x0 * c - x1 * s;
-    head[2 * i + 1] = x0 * s + x1 * c;
+    head[2 * i] = x0 * cos[i] - x1 * sin[i];
+    head[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
   }
+}
+
+void rope_neox(float* head, size_t dim, int64_t position, double theta) {
+  std::vector<float> cos(dim / 2), sin(dim / 2);
+  rope_table(position, dim, theta, cos.data(), sin.data());
+  rope_neox(head, dim, cos.data(), sin.data());
 }
 
 void silu_mul(const float* gate, const float* up, float* out, size_t count) {

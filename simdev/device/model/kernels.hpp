@@ -75,12 +75,17 @@ void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, 
 void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out,
                  Isa isa = best_isa());
 
-// NeoX rotary embedding of one head in place: pairs (i, i + dim/2) rotate by
-// position * theta^(-2i/dim). The angle, its cosine and sine are computed in double and
-// rounded to FP32; the rotation itself is FP32 (calbin/MODEL.md).
-void rope_neox(float* head, size_t dim, int64_t position, double theta);
+// RoPE's angles for one position: for i in [0, dim/2), the angle position * theta^(-2i/dim),
+// its cosine and sine computed in double and rounded to FP32 (calbin/MODEL.md). They are the
+// same for every head and layer, so a step computes them once per token.
+void rope_table(int64_t position, size_t dim, double theta, float* cos_out, float* sin_out);
+// NeoX rotary embedding of one head in place with rope_table's values: pairs (i, i + dim/2)
+// rotate by angle i, in FP32.
+void rope_neox(float* head, size_t dim, const float* cos, const float* sin);
 // RoPE over adjacent pairs (2i, 2i+1), the GPT-J convention: not the model's (a mutant).
-void rope_interleaved(float* head, size_t dim, int64_t position, double theta);
+void rope_interleaved(float* head, size_t dim, const float* cos, const float* sin);
+// rope_neox at one position, its table computed on the spot.
+void rope_neox(float* head, size_t dim, int64_t position, double theta);
 
 // out[i] = silu(gate[i]) * up[i].
 void silu_mul(const float* gate, const float* up, float* out, size_t count);

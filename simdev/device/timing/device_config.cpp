@@ -85,6 +85,9 @@ const std::array kParams = {
               "simulator setting: on stops the device at the first broken internal invariant "
               "(base/invariants.hpp); off counts them in the diagnostic report",
               kStrictModes, &get_strict, &set_strict},
+    number<&C::host_threads>("", "host_threads", "threads", 0, 0, 256, kAssumed,
+                             "simulator setting: host threads a functional step runs on (0: one "
+                             "per hardware thread); results are the same bits on any count"),
     ParamSpec{"", "numerics_mutant", "", 0, 0, kNumericsMutantNames.size() - 1, kAssumed,
               "TEST ONLY: a deliberate numeric defect (base/numerics_mutant.hpp) for the "
               "smoke's negative controls; none on a real run",

@@ -28,14 +28,6 @@ const CalrtDiagExtension& diag() {
   return *ext;
 }
 
-uint64_t state_hash(CalrtDevice* device) {
-  auto args = calrt::detail::make_args<Calrt_Diag_StateHash_Args>();
-  args.device = device;
-  const ApiError error = take(diag().Diag_StateHash(&args));
-  EXPECT_EQ(error.code, CALRT_OK) << error.message;
-  return args.hash;
-}
-
 Json report(CalrtDevice* device) {
   auto args = calrt::detail::make_args<Calrt_Diag_Report_Args>();
   args.device = device;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "abi/calrt.hpp"
+#include "abi/calrt_ext.hpp"
 #include "calbin/bf16.hpp"
 #include "calbin/layout.hpp"
 #include "simdev/gen/generate.hpp"
@@ -57,6 +59,18 @@ std::filesystem::path tiny_calbin() {
   return path;
 }
 
+uint64_t state_hash(CalrtDevice* device) {
+  static const auto* diag = reinterpret_cast<const CalrtDiagExtension*>(
+      calrt::find_extension(calrt::Api(&api()), CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE));
+  EXPECT_NE(diag, nullptr) << "the simulator offers no diag extension";
+  if (diag == nullptr) return 0;
+  auto args = make_args<Calrt_Diag_StateHash_Args>(CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE);
+  args.device = device;
+  const ApiError error = take(diag->Diag_StateHash(&args));
+  EXPECT_EQ(error.code, CALRT_OK) << error.message;
+  return args.hash;
+}
+
 void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value) {
   auto args = make_args<Calrt_Buffer_SetCsr_Args>(CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
   args.buffer = buffer;
@@ -99,13 +113,14 @@ void apply_kv(CalrtKv* kv, CalrtBuffer* buffer) {
 
 }  // namespace
 
-Session::Session(const std::string& config, uint32_t kv_tokens) {
+Session::Session(const std::string& config, uint32_t kv_tokens,
+                 const std::filesystem::path& calbin_dir) {
   auto create = make_args<Calrt_Device_Create_Args>(CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
   create.kind = CALRT_DEVICE_SIM;
   create.config = config.c_str();
   EXPECT_EQ(take(api().Device_Create(&create)).code, CALRT_OK);
   device = create.device;
-  const std::string path = tiny_calbin().string();
+  const std::string path = (calbin_dir.empty() ? tiny_calbin() : calbin_dir).string();
   auto load = make_args<Calrt_Calbin_Create_Args>(CALRT_CALBIN_CREATE_ARGS_STRUCT_SIZE);
   load.device = device;
   load.path = path.c_str();

@@ -29,6 +29,9 @@ ApiError take(CalrtError* error);
     ASSERT_EQ(sim_ok_.code, CALRT_OK) << sim_ok_.message;                \
   } while (false)
 
+// The device's state hash (the diag extension), asserting success.
+uint64_t state_hash(CalrtDevice* device);
+
 // Buffer_SetCsr, asserting success.
 void set_csr(CalrtBuffer* buffer, uint32_t index, uint64_t value);
 
@@ -55,10 +58,12 @@ struct StepResult {
   std::vector<uint16_t> logits_raw;  // the output tensor's bytes as stored
 };
 
-// One device with the tiny calbin configured, prefill and decode buffers and a KV handle.
+// One device with a calbin configured (the tiny one unless `calbin` names another), prefill
+// and decode buffers and a KV handle.
 class Session {
  public:
-  explicit Session(const std::string& config = "", uint32_t kv_tokens = 4608);
+  explicit Session(const std::string& config = "", uint32_t kv_tokens = 4608,
+                   const std::filesystem::path& calbin = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
