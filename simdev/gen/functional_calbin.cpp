@@ -94,7 +94,7 @@ calbin::Result<calbin::Manifest> build_functional(const ModelConfig& config,
   std::vector<StoredWeight> weights;
   ProvenanceNote note = kInitNote;
   if (options.weights_dir.empty()) {
-    weights = make_weights(config, options.seed);
+    weights = make_weights(config, options.seed, options.threads);
     if (config.weight_init == ModelConfig::WeightInit::kTrained) note.text += kTrainedInitNote;
   } else {
     auto checkpoint = SafetensorsDir::open(options.weights_dir);

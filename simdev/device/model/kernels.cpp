@@ -10,6 +10,16 @@
 
 namespace simdev::kernels {
 
+// Loops whose lanes are independent (no reduction the compiler would have to reorder) get a
+// copy per instruction set, picked once at load: wider registers, the same operations on each
+// element, so the same bits. No FMA contraction either way (-ffp-contract=off). Clang 14 drops
+// the attribute from a function declared before without it, so it goes on internal helpers.
+#if defined(CALRT_KERNELS_X86) && defined(__clang__)
+#define SIMDEV_WIDE_LOOPS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SIMDEV_WIDE_LOOPS
+#endif
+
 void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_t dim, double eps) {
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * dim;
@@ -26,7 +36,10 @@ void rmsnorm(const float* x, const float* weight, float* out, size_t rows, size_
   }
 }
 
-void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales) {
+namespace {
+
+SIMDEV_WIDE_LOOPS
+void quantize_loops(const float* x, size_t rows, size_t cols, int8_t* q, float* scales) {
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * cols;
     float max_abs = 0.0f;
@@ -42,6 +55,12 @@ void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* s
       dst[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
     }
   }
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, size_t rows, size_t cols, int8_t* q, float* scales) {
+  quantize_loops(x, rows, cols, q, scales);
 }
 
 namespace {
@@ -286,8 +305,11 @@ void route_top_k(const float* logits, size_t experts, size_t k, bool normalise, 
   }
 }
 
-void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
-            size_t slot_count, size_t dim, float* scores, float* out) {
+namespace {
+
+SIMDEV_WIDE_LOOPS
+void attend_loops(const float* q, const float* k_transposed, size_t stride, const float* v,
+                  size_t slot_count, size_t dim, float* scores, float* out) {
   // Scores accumulate dimension by dimension, so the slot loop is contiguous. Four dimensions
   // are folded per pass over the slots with the additions in the same order as one at a time:
   // the result is bit-identical, with a quarter of the loads and stores of `scores`.
@@ -343,6 +365,13 @@ void attend(const float* q, const float* k_transposed, size_t stride, const floa
       out[e] += p * v_row[e];
     }
   }
+}
+
+}  // namespace
+
+void attend(const float* q, const float* k_transposed, size_t stride, const float* v,
+            size_t slot_count, size_t dim, float* scores, float* out) {
+  attend_loops(q, k_transposed, stride, v, slot_count, dim, scores, out);
 }
 
 }  // namespace simdev::kernels

@@ -1,8 +1,10 @@
 #include "simdev/gen/weights/weights.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "calbin/bf16.hpp"
 #include "simdev/gen/rng.hpp"
@@ -97,18 +99,36 @@ StoredWeight store(const WeightSpec& spec, const std::vector<float>& values) {
 
 }  // namespace
 
-std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed) {
+std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed, unsigned threads) {
   const bool trained = config.weight_init == ModelConfig::WeightInit::kTrained;
   const std::vector<uint32_t> channels =
       trained ? outlier_channels(config, seed) : std::vector<uint32_t>{};
-  std::vector<StoredWeight> weights;
-  for (const WeightSpec& spec : weight_specs(config)) {
-    // Quantised matrices are heavy-tailed; BF16 tensors (norms, tables, router) stay Gaussian.
-    const bool heavy_tailed = trained && spec.storage != Storage::kBf16;
-    std::vector<float> values = draw(spec, seed, heavy_tailed);
-    if (trained) apply_outliers(spec, channels, static_cast<float>(config.outlier_gain), values);
-    weights.push_back(store(spec, values));
-  }
+  const std::vector<WeightSpec> specs = weight_specs(config);
+  // Every tensor draws from a stream of its own (derive_seed of its name), so the tensors can
+  // be drawn side by side with the same bits. The largest go first, so that the two tables
+  // of a large vocabulary do not end up last on one thread.
+  std::vector<size_t> order(specs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return element_count(specs[a].shape) > element_count(specs[b].shape);
+  });
+  std::vector<StoredWeight> weights(specs.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t k = next++; k < order.size(); k = next++) {
+      const WeightSpec& spec = specs[order[k]];
+      // Quantised matrices are heavy-tailed; BF16 tensors (norms, tables, router) stay Gaussian.
+      const bool heavy_tailed = trained && spec.storage != Storage::kBf16;
+      std::vector<float> values = draw(spec, seed, heavy_tailed);
+      if (trained) apply_outliers(spec, channels, static_cast<float>(config.outlier_gain), values);
+      weights[order[k]] = store(spec, values);
+    }
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads && t < specs.size(); ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& helper : helpers) helper.join();
   return weights;
 }
 

@@ -49,7 +49,9 @@ void add_attention_specs(const ModelConfig& config, int l, std::vector<WeightSpe
 // so the init fields are unused.
 std::vector<WeightSpec> moe_weight_specs(const ModelConfig& config);
 // Draws each tensor from its own stream derived from (seed, name), then stores it.
-std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed);
+// `threads` draw tensors side by side (0: one per hardware thread), with the same result.
+std::vector<StoredWeight> make_weights(const ModelConfig& config, uint64_t seed,
+                                       unsigned threads = 0);
 // Reads each tensor from a Hugging Face checkpoint (its name: hf_weight_name), checks its
 // shape against the config, then stores it as make_weights() does. A tensor of the
 // checkpoint the model does not use is an error: the config would not describe it.

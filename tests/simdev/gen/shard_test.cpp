@@ -36,6 +36,28 @@ TEST(Shard, ColumnSlicesReassemble) {
   }
 }
 
+// Tensors drawn side by side are the ones drawn one after the other, bit for bit, trained
+// init (heavy tails and outlier channels) included.
+TEST(MakeWeights, AnyThreadCountDrawsTheSameTensors) {
+  for (const bool trained : {false, true}) {
+    ModelConfig config = tiny_config();
+    if (trained) config.weight_init = ModelConfig::WeightInit::kTrained;
+    const std::vector<StoredWeight> one = make_weights(config, 9, 1);
+    for (const unsigned threads : {2u, 3u, 7u}) {
+      const std::vector<StoredWeight> many = make_weights(config, 9, threads);
+      ASSERT_EQ(many.size(), one.size());
+      for (size_t i = 0; i < one.size(); ++i) {
+        EXPECT_EQ(many[i].spec.name, one[i].spec.name);
+        EXPECT_EQ(many[i].bf16, one[i].bf16) << one[i].spec.name;
+        EXPECT_EQ(many[i].quantised.values, one[i].quantised.values) << one[i].spec.name;
+        EXPECT_EQ(0, std::memcmp(many[i].quantised.scales.data(), one[i].quantised.scales.data(),
+                                 one[i].quantised.scales.size() * sizeof(float)))
+            << one[i].spec.name;
+      }
+    }
+  }
+}
+
 // What an independent tool does: rebuild each unsplit int8 matrix and its scales from the
 // block bytes and the manifest entries alone, and compare with the generator's tensors.
 TEST(Shard, BlocksReassembleToTheUnsplitMatrices) {
