@@ -110,9 +110,10 @@ struct Loader {
     return values;
   }
 
-  // A BF16 weight as stored (little-endian, as every target of the simulator is).
+  // A BF16 weight as stored (little-endian, as every target of the simulator is); with
+  // `load` false, only checked, and returned empty.
   Expected<std::vector<uint16_t>> bf16_bits(const std::string& name, int axis, size_t rows,
-                                            size_t cols) {
+                                            size_t cols, bool load = true) {
     auto w = find(name);
     if (!w) {
       return tl::unexpected(w.error());
@@ -125,6 +126,7 @@ struct Loader {
                                             std::to_string(rows * cols * 2) + " bytes, got " +
                                             std::to_string((*w)->bytes));
     }
+    if (!load) return std::vector<uint16_t>{};
     return read<uint16_t>("weight \"" + name + "\"", (*w)->file, (*w)->offset, (*w)->bytes);
   }
 
@@ -259,7 +261,10 @@ Expected<ChipWeights> load_chip_weights(const std::filesystem::path& calbin_dir,
   Loader loader{calbin_dir, manifest, dims, chip, swap_nibbles};
   ChipWeights weights;
   weights.chip = chip;
-  SIMDEV_ASSIGN(weights.embedding, loader.bf16_bits("tok_embeddings", -1, dims.vocab, dims.hidden));
+  // Every chip holds a copy of the table, the same bytes; a step looks tokens up in chip 0's,
+  // so the other copies are checked and not read.
+  SIMDEV_ASSIGN(weights.embedding,
+                loader.bf16_bits("tok_embeddings", -1, dims.vocab, dims.hidden, chip == 0));
   SIMDEV_ASSIGN(weights.final_norm, loader.bf16("final_norm", -1, 1, dims.hidden));
   SIMDEV_ASSIGN(weights.lm_head, loader.bf16_bits("lm_head", 0, dims.vocab_local(), dims.hidden));
   for (size_t l = 0; l < dims.layers; ++l) {

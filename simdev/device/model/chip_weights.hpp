@@ -55,7 +55,8 @@ struct LayerWeights {
 struct ChipWeights {
   uint32_t chip = 0;
   // [V, H] BF16 as stored: a step widens the rows it looks up, so the table takes half the
-  // memory of FP32 (311 MB per chip for a 151936-token vocabulary of hidden 1024).
+  // memory of FP32 (311 MB for a 151936-token vocabulary of hidden 1024). Chip 0's only: the
+  // copies of the other chips are the same bytes and are not read.
   std::vector<uint16_t> embedding;
   std::vector<float> final_norm;  // [H]
   std::vector<uint16_t> lm_head;  // [V/n, H] BF16
