@@ -2,6 +2,7 @@
 // time: with per-token quantisation and a BF16 cache a token's result does not depend on how
 // the prompt is cut into chunks, so one token at a time is the plainest correct order.
 #include "simdev/gen/reference/contract_model.hpp"
+#include "simdev/gen/reference/wide_loops.hpp"
 
 #include <algorithm>
 #include <array>
@@ -89,6 +90,7 @@ std::vector<float> bf16_rounded(std::span<const float> values) {
 // added to sum i mod 16 in index order, then the sums folded as a halving tree. Whole blocks
 // of 16 inputs add one product to each sum, which the compiler vectorises: the order is the
 // same as one input at a time.
+SIMDEV_REFERENCE_WIDE_LOOPS
 float dot(std::span<const float> x, const float* w) {
   constexpr size_t kLanes = 16;
   std::array<float, kLanes> lane{};
@@ -180,6 +182,19 @@ void int4_chip_product(std::span<const float> x, const QuantWeight& w, size_t fi
   }
 }
 
+// The int32 sums of q against rows [0, out) of w, over inputs [first, first + q.size()).
+SIMDEV_REFERENCE_WIDE_LOOPS
+void int8_sums(const std::vector<int8_t>& q, const QuantWeight& w, size_t first, int32_t* sums) {
+  for (size_t o = 0; o < w.out; ++o) {
+    const int8_t* row = w.q.data() + o * w.in + first;
+    int32_t acc = 0;
+    for (size_t i = 0; i < q.size(); ++i) {
+      acc += int32_t{q[i]} * int32_t{row[i]};
+    }
+    sums[o] = acc;
+  }
+}
+
 // One chip's share of x @ w^T: its input columns [first, first + x.size()). w8a8_dynamic:
 // quantised on their own, multiplied in int32 and rescaled as float(acc) * s_x * s_w[o].
 void chip_product(std::span<const float> x, const QuantWeight& w, size_t first,
@@ -189,15 +204,13 @@ void chip_product(std::span<const float> x, const QuantWeight& w, size_t first,
     return;
   }
   thread_local std::vector<int8_t> q;
+  thread_local std::vector<int32_t> sums;
   const float scale = quantise(x, q);
+  sums.resize(w.out);
+  int8_sums(q, w, first, sums.data());
   y.resize(w.out);
   for (size_t o = 0; o < w.out; ++o) {
-    const int8_t* row = w.q.data() + o * w.in + first;
-    int32_t acc = 0;
-    for (size_t i = 0; i < q.size(); ++i) {
-      acc += int32_t{q[i]} * int32_t{row[i]};
-    }
-    y[o] = static_cast<float>(acc) * scale * w.scales[o];
+    y[o] = static_cast<float>(sums[o]) * scale * w.scales[o];
   }
 }
 

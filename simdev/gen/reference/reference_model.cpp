@@ -1,5 +1,6 @@
 // The FP32 reference forward pass of calbin/MODEL.md, a block of tokens at a time.
 #include "simdev/gen/reference/reference_model.hpp"
+#include "simdev/gen/reference/wide_loops.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -48,18 +49,31 @@ Transposed transpose(const Matrix& m) {
 }
 
 // y[t] = x[t] @ W^T for each of `count` rows of x.
-std::vector<float> matmul(const std::vector<float>& x, size_t count, const Transposed& w) {
-  std::vector<float> y(count * w.out, 0.0f);
-  for (size_t t = 0; t < count; ++t) {
-    float* row_out = y.data() + t * w.out;
-    for (size_t i = 0; i < w.in; ++i) {
-      const float xi = x[t * w.in + i];
-      const float* w_row = w.values.data() + i * w.out;
-      for (size_t o = 0; o < w.out; ++o) {
-        row_out[o] += xi * w_row[o];
+// y[t][o] = sum over i, in index order, of x[t][i] * w[i][o]. Blocks of tokens and outputs
+// change only which (t, o) pairs are computed together, never the order of one output's
+// additions: each weight block is read once per block of tokens instead of once per token.
+SIMDEV_REFERENCE_WIDE_LOOPS
+void matmul_into(const float* x, size_t count, const Transposed& w, float* y) {
+  constexpr size_t kTokens = 8, kOutputs = 512;
+  for (size_t t0 = 0; t0 < count; t0 += kTokens) {
+    const size_t t_end = t0 + kTokens < count ? t0 + kTokens : count;
+    for (size_t o0 = 0; o0 < w.out; o0 += kOutputs) {
+      const size_t width = o0 + kOutputs < w.out ? kOutputs : w.out - o0;
+      for (size_t i = 0; i < w.in; ++i) {
+        const float* w_row = w.values.data() + i * w.out + o0;
+        for (size_t t = t0; t < t_end; ++t) {
+          const float xi = x[t * w.in + i];
+          float* row_out = y + t * w.out + o0;
+          for (size_t o = 0; o < width; ++o) row_out[o] += xi * w_row[o];
+        }
       }
     }
   }
+}
+
+std::vector<float> matmul(const std::vector<float>& x, size_t count, const Transposed& w) {
+  std::vector<float> y(count * w.out, 0.0f);
+  matmul_into(x.data(), count, w, y.data());
   return y;
 }
 
