@@ -200,30 +200,39 @@ Thresholds scaled_by_reference(const Thresholds& t, const Fp32Distance& r) {
   return s;
 }
 
-std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
-                                    const Comparison* reference) {
+RowJudgement judge_row(const Comparison& c, const Thresholds& gates,
+                       const std::optional<Comparison>& reference) {
+  const bool scaled = reference && gates.scale_fp32_gates;
+  const Thresholds t = scaled ? scaled_by_reference(gates, Fp32Distance::of(*reference)) : gates;
   auto at_reference = [&](double value) {
-    return reference == nullptr ? std::string()
-                                : fmt::format(" (contract reference {:.6g})", value);
+    return scaled ? fmt::format(" (contract reference {:.6g})", value) : std::string();
   };
   std::vector<std::string> why;
   if (t.distribution_gated && !(c.cosine >= t.min_cosine)) {  // written so that NaN fails
     why.push_back(fmt::format("cosine {:.6f} < {:.6g}{}", c.cosine, t.min_cosine,
-                              at_reference(reference ? reference->cosine : 0.0)));
+                              at_reference(scaled ? reference->cosine : 0.0)));
   }
   if (t.distribution_gated && !(c.max_abs_error <= t.max_abs_error)) {
     why.push_back(fmt::format("max abs error {:.5f} > {:.5g}{}", c.max_abs_error, t.max_abs_error,
-                              at_reference(reference ? reference->max_abs_error : 0.0)));
+                              at_reference(scaled ? reference->max_abs_error : 0.0)));
   }
   if (!(c.top_k_overlap >= t.min_top_k_overlap)) {
     why.push_back(fmt::format("top-k overlap {:.3f} < {:.3g}{}", c.top_k_overlap,
                               t.min_top_k_overlap,
-                              at_reference(reference ? reference->top_k_overlap : 0.0)));
+                              at_reference(scaled ? reference->top_k_overlap : 0.0)));
   }
+  RowJudgement judgement{std::move(why), std::nullopt};
   if (c.argmax != c.expected_argmax) {
-    why.push_back(fmt::format("argmax {} != golden greedy token {}", c.argmax, c.expected_argmax));
+    judgement.greedy_mismatch =
+        fmt::format("argmax {} != golden greedy token {}", c.argmax, c.expected_argmax);
   }
-  return why;
+  return judgement;
+}
+
+std::vector<std::string> RowJudgement::all() const {
+  std::vector<std::string> sentences = failures;
+  if (greedy_mismatch) sentences.push_back(*greedy_mismatch);
+  return sentences;
 }
 
 namespace {

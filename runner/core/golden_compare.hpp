@@ -156,11 +156,19 @@ struct Fp32Openings {
 };
 Fp32Openings fp32_openings();
 
-// One sentence per threshold the comparison misses; an argmax disagreement comes last, since
-// the smoke judges it as a rate and drops it from the per-comparison verdict. With the
-// contract reference's own comparison of the row, each sentence says where the reference is.
-std::vector<std::string> shortfalls(const Comparison& c, const Thresholds& t,
-                                    const Comparison* reference = nullptr);
+// One row judged against the thresholds: a sentence per gate the row misses, and apart from
+// them the greedy disagreement, which the smoke and the scenarios judge as a rate over all
+// rows (a near-tie flips under W8A8 noise), never as the failure of one row. With the
+// contract reference's own comparison of the row and Thresholds::scale_fp32_gates, the FP32
+// gates open to the reference's distance, and each sentence says where the reference is.
+struct RowJudgement {
+  std::vector<std::string> failures;
+  std::optional<std::string> greedy_mismatch;
+  // Every sentence, the greedy one last: what a diagnosis shows.
+  std::vector<std::string> all() const;
+};
+RowJudgement judge_row(const Comparison& c, const Thresholds& t,
+                       const std::optional<Comparison>& reference = std::nullopt);
 
 // KV positions one sequence of `golden` needs: its prompt and decode steps (at least one
 // step, so a prompt-only case still has room to be continued), within the calbin's context.

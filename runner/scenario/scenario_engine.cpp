@@ -721,19 +721,12 @@ Problem Engine::submit(Seq& seq, ModelIo& io, std::span<const int32_t> tokens,
       reference = compare_contract_decode(output, *seq.golden, token, step, vocab, top_k);
     }
   }
-  std::vector<std::string> why =
-      reference
-          ? shortfalls(c, scaled_by_reference(options_.thresholds, Fp32Distance::of(*reference)),
-                       &*reference)
-          : shortfalls(c, options_.thresholds);
-  if (c.argmax != c.expected_argmax) {
-    // Counted, not gated: a near-tie flips under W8A8 noise (the smoke gates it as a rate
-    // over all its cases), while a corrupted output fails cosine and top-k anyway.
-    why.pop_back();
-  }
-  if (!why.empty()) {
-    return Problem::of(Problem::Kind::mismatch,
-                       fmt::format("output does not match golden: {}", fmt::join(why, "; ")));
+  // A greedy disagreement is counted above, not gated: a corrupted output fails cosine and
+  // top-k anyway.
+  const RowJudgement judged = judge_row(c, options_.thresholds, reference);
+  if (!judged.failures.empty()) {
+    return Problem::of(Problem::Kind::mismatch, fmt::format("output does not match golden: {}",
+                                                            fmt::join(judged.failures, "; ")));
   }
   return {};
 }

@@ -448,23 +448,17 @@ void CaseRunner::check_contract(const DecodeRow& device_row, uint64_t index, Cas
 // judged as a rate), but both leave a diagnosis in case the step fails.
 void CaseRunner::judge(CasePhase phase, const Comparison& c,
                        const std::optional<Comparison>& reference) {
-  const Thresholds& t = s_.options.thresholds;
-  const bool scaled = reference && t.scale_fp32_gates;
-  std::vector<std::string> why =
-      scaled ? shortfalls(c, scaled_by_reference(t, Fp32Distance::of(*reference)), &*reference)
-             : shortfalls(c, t);
-  if (why.empty()) {
+  const RowJudgement judged = judge_row(c, s_.options.thresholds, reference);
+  const std::vector<std::string> all = judged.all();
+  if (all.empty()) {
     return;
   }
   auto& diagnosis = r_.diagnosis[static_cast<size_t>(phase)];
   if (diagnosis.empty()) {
-    diagnosis = diagnose(last_, join(why));
+    diagnosis = diagnose(last_, join(all));
   }
-  if (c.argmax != c.expected_argmax) {
-    why.pop_back();
-  }
-  if (!why.empty()) {
-    fail(phase, join(why), false);
+  if (!judged.failures.empty()) {
+    fail(phase, join(judged.failures), false);
   }
 }
 

@@ -196,12 +196,10 @@ class BatchRunner {
     const bool decisive = c.golden_margin > s_.options.thresholds.tie_margin;
     decode_.add_greedy(c.argmax == c.expected_argmax, decisive);
     const Thresholds& t = s_.options.thresholds;
-    std::vector<std::string> why =
-        reference && t.scale_fp32_gates
-            ? shortfalls(c, scaled_by_reference(t, Fp32Distance::of(*reference)), &*reference)
-            : shortfalls(c, t);
-    if (!why.empty() && c.argmax != c.expected_argmax) why.pop_back();  // judged as a rate
-    for (const std::string& reason : why) fail(where + ": " + reason);
+    // The greedy disagreement is judged as a rate (decode_.add_greedy above).
+    for (const std::string& reason : judge_row(c, t, reference).failures) {
+      fail(where + ": " + reason);
+    }
     if (const auto contract_logits = contract_row(g, index, vocab)) {
       const ContractComparison cc = compare_contract(output, *contract_logits);
       contract_.add(cc, output.logits.size());

@@ -175,7 +175,29 @@ TEST(ScaledGates, ARoutedModelsPerRowGatesHaveNoCeiling) {
   device.cosine = 0.9;
   device.max_abs_error = 9.5;
   device.top_k_overlap = 0.1;
-  EXPECT_EQ(shortfalls(device, t).size(), 3u);
+  EXPECT_EQ(judge_row(device, t).failures.size(), 3u);
+}
+
+// The greedy disagreement stands apart from the gate failures: a row that passes every gate
+// but picks another token fails none, and the diagnosis still shows it, last.
+TEST(JudgeRow, TheGreedyMismatchIsNotAGateFailure) {
+  Comparison row;
+  row.cosine = 1.0;
+  row.top_k_overlap = 1.0;
+  row.argmax = 5;
+  row.expected_argmax = 7;
+  const RowJudgement passing = judge_row(row, Thresholds{});
+  EXPECT_TRUE(passing.failures.empty());
+  ASSERT_TRUE(passing.greedy_mismatch.has_value());
+  EXPECT_NE(passing.greedy_mismatch->find("argmax 5 != golden greedy token 7"), std::string::npos);
+  row.cosine = 0.5;
+  const RowJudgement failing = judge_row(row, Thresholds{});
+  ASSERT_EQ(failing.failures.size(), 1u);
+  EXPECT_NE(failing.failures[0].find("cosine"), std::string::npos);
+  ASSERT_EQ(failing.all().size(), 2u);
+  EXPECT_EQ(failing.all().back(), *failing.greedy_mismatch);
+  row.argmax = 7;
+  EXPECT_FALSE(judge_row(row, Thresholds{}).greedy_mismatch.has_value());
 }
 
 TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
@@ -198,7 +220,9 @@ TEST(ScaledGates, NumericsThatLoseTooMuchHitTheCeiling) {
   device.cosine = lossy.cosine;
   device.max_abs_error = lossy.max_abs_error;
   device.top_k_overlap = lossy.top_k_overlap;
-  const std::vector<std::string> why = shortfalls(device, t, &device);
+  Thresholds scaling;  // opens to `device` as its own reference, to the ceilings above
+  scaling.scale_fp32_gates = true;
+  const std::vector<std::string> why = judge_row(device, scaling, device).failures;
   ASSERT_EQ(why.size(), 3u);
   EXPECT_NE(why[0].find("contract reference 0.9"), std::string::npos) << why[0];
 }
