@@ -112,12 +112,25 @@ float dot(std::span<const float> x, const float* w) {
 // the rotation in FP32.
 void rope(std::span<float> head, int64_t position, double theta) {
   const size_t half = head.size() / 2;
-  const auto dim = static_cast<double>(head.size());
+  // The angles depend on the position alone: a token's heads in every layer share them.
+  thread_local std::vector<float> cosines, sines;
+  thread_local int64_t at_position = -1;
+  thread_local double at_theta = 0.0;
+  if (position != at_position || theta != at_theta || cosines.size() != half) {
+    const auto dim = static_cast<double>(head.size());
+    cosines.resize(half);
+    sines.resize(half);
+    for (size_t i = 0; i < half; ++i) {
+      const double angle =
+          static_cast<double>(position) * std::pow(theta, -2.0 * static_cast<double>(i) / dim);
+      cosines[i] = static_cast<float>(std::cos(angle));
+      sines[i] = static_cast<float>(std::sin(angle));
+    }
+    at_position = position;
+    at_theta = theta;
+  }
   for (size_t i = 0; i < half; ++i) {
-    const double angle =
-        static_cast<double>(position) * std::pow(theta, -2.0 * static_cast<double>(i) / dim);
-    const auto cos_a = static_cast<float>(std::cos(angle));
-    const auto sin_a = static_cast<float>(std::sin(angle));
+    const float cos_a = cosines[i], sin_a = sines[i];
     const float a = head[i];
     const float b = head[i + half];
     const float a_cos = a * cos_a, b_sin = b * sin_a, a_sin = a * sin_a, b_cos = b * cos_a;
@@ -130,19 +143,25 @@ void rope(std::span<float> head, int64_t position, double theta) {
 // score over dimensions in index order, times float(1 / sqrt(D)); e = exp(score - max) in
 // FP32 summed in double in slot order; p = e * float(1 / sum); the output over slots in slot
 // order.
+// Each score still takes its dimensions in index order: the loop over dimensions is the
+// outer one so that the inner runs over contiguous slots.
+SIMDEV_REFERENCE_WIDE_LOOPS
 void attend_slots(std::span<const float> q, const ref::KvHead& kv, size_t slot_count,
                   std::span<float> out) {
   thread_local std::vector<float> weight;
-  weight.resize(slot_count);
+  weight.assign(slot_count, 0.0f);
+  for (size_t d = 0; d < kv.head_dim; ++d) {
+    const float qd = q[d];
+    const float* keys = kv.keys_t.data() + d * kv.capacity;
+    for (size_t j = 0; j < slot_count; ++j) {
+      const float product = qd * keys[j];
+      weight[j] += product;
+    }
+  }
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
   float top = -std::numeric_limits<float>::infinity();
   for (size_t j = 0; j < slot_count; ++j) {
-    float score = 0.0f;
-    for (size_t d = 0; d < kv.head_dim; ++d) {
-      const float product = q[d] * kv.keys_t[d * kv.capacity + j];
-      score += product;
-    }
-    weight[j] = score * scale;
+    weight[j] = weight[j] * scale;
     top = std::max(top, weight[j]);
   }
   double sum = 0.0;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "simdev/gen/reference/reference_model.hpp"
+#include "simdev/gen/reference/wide_loops.hpp"
 
 namespace simdev::gen::ref {
 
@@ -78,9 +79,11 @@ void KvHead::store(size_t slot, std::span<const float> key, std::span<const floa
             values.begin() + static_cast<std::ptrdiff_t>(slot * head_dim));
 }
 
-void attend(std::span<const float> q, const KvHead& kv, size_t slot_count, std::span<float> out) {
-  assert(q.size() == kv.head_dim && out.size() == kv.head_dim);
-  assert(slot_count > 0 && slot_count <= kv.capacity);
+namespace {
+
+SIMDEV_REFERENCE_WIDE_LOOPS
+void attend_loops(std::span<const float> q, const KvHead& kv, size_t slot_count,
+                  std::span<float> out) {
   // Scores accumulate dimension by dimension so the inner loop runs over contiguous slots.
   thread_local std::vector<float> scores;
   scores.assign(slot_count, 0.0f);
@@ -114,6 +117,14 @@ void attend(std::span<const float> q, const KvHead& kv, size_t slot_count, std::
   for (float& o : out) {
     o *= inv_sum;
   }
+}
+
+}  // namespace
+
+void attend(std::span<const float> q, const KvHead& kv, size_t slot_count, std::span<float> out) {
+  assert(q.size() == kv.head_dim && out.size() == kv.head_dim);
+  assert(slot_count > 0 && slot_count <= kv.capacity);
+  attend_loops(q, kv, slot_count, out);
 }
 
 }  // namespace simdev::gen::ref
