@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "calbin/bf16.hpp"
 
@@ -214,6 +216,70 @@ void int8_sums(const std::vector<int8_t>& q, const QuantWeight& w, size_t first,
   }
 }
 
+// Runs piece(first, count) over [0, n) on two threads when n is large: the pieces write
+// disjoint outputs, so the split changes nothing in them. The golden's own threads run whole
+// chains; this lets the longest chain use both cores too.
+void split_two(size_t n, const std::function<void(size_t, size_t)>& piece) {
+  if (n < 64 || std::thread::hardware_concurrency() < 2) {
+    piece(0, n);
+    return;
+  }
+  const size_t half = n / 2;
+  std::thread other([&] { piece(half, n - half); });
+  piece(0, half);
+  other.join();
+}
+
+// sums[t][o] for rows t of q (each `len` long) against weight rows o in [o0, o1), over inputs
+// [first, first + len). Blocks of 8 rows read each weight row once per block.
+SIMDEV_REFERENCE_WIDE_LOOPS
+void int8_sums_rows(const int8_t* q, size_t n, size_t len, const QuantWeight& w, size_t first,
+                    size_t o0, size_t o1, int32_t* sums) {
+  constexpr size_t kRows = 8;
+  for (size_t t0 = 0; t0 < n; t0 += kRows) {
+    const size_t t_end = t0 + kRows < n ? t0 + kRows : n;
+    for (size_t o = o0; o < o1; ++o) {
+      const int8_t* row = w.q.data() + o * w.in + first;
+      for (size_t t = t0; t < t_end; ++t) {
+        const int8_t* qt = q + t * len;
+        int32_t acc = 0;
+        for (size_t i = 0; i < len; ++i) acc += int32_t{qt[i]} * int32_t{row[i]};
+        sums[t * w.out + o] = acc;
+      }
+    }
+  }
+}
+
+// chip_product for each of n rows of x (each `len` long, at columns [first, first + len)):
+// each row quantised on its own, as one token at a time is. y is [n][w.out].
+void chip_product_rows(const float* x, size_t n, size_t len, const QuantWeight& w, size_t first,
+                       std::vector<float>& y) {
+  y.resize(n * w.out);
+  if (w.int4) {
+    std::vector<float> one;
+    for (size_t t = 0; t < n; ++t) {
+      int4_chip_product(std::span(x + t * len, len), w, first, one);
+      std::copy(one.begin(), one.end(), y.begin() + static_cast<std::ptrdiff_t>(t * w.out));
+    }
+    return;
+  }
+  std::vector<int8_t> q(n * len), row_q;
+  std::vector<float> scales(n);
+  for (size_t t = 0; t < n; ++t) {
+    scales[t] = quantise(std::span(x + t * len, len), row_q);
+    std::copy(row_q.begin(), row_q.end(), q.begin() + static_cast<std::ptrdiff_t>(t * len));
+  }
+  std::vector<int32_t> sums(n * w.out);
+  split_two(w.out, [&](size_t o0, size_t count) {
+    int8_sums_rows(q.data(), n, len, w, first, o0, o0 + count, sums.data());
+  });
+  for (size_t t = 0; t < n; ++t) {
+    for (size_t o = 0; o < w.out; ++o) {
+      y[t * w.out + o] = static_cast<float>(sums[t * w.out + o]) * scales[t] * w.scales[o];
+    }
+  }
+}
+
 // One chip's share of x @ w^T: its input columns [first, first + x.size()). w8a8_dynamic:
 // quantised on their own, multiplied in int32 and rescaled as float(acc) * s_x * s_w[o].
 void chip_product(std::span<const float> x, const QuantWeight& w, size_t first,
@@ -251,17 +317,31 @@ void all_reduce_into(const std::vector<std::vector<float>>& partials, std::span<
   }
 }
 
-// A weight split on axis 1 (input columns): chip c quantises its slice of x, and the partial
-// sums are added in FP32 in chip order (the D2D all-reduce) into the residual stream x_out.
-void columns_product_into(std::span<const float> x, const QuantWeight& w, uint32_t chips,
-                          std::span<float> x_out) {
+// A weight split on axis 1 (input columns), for n rows: x is [n][w.in], x_out [n][w.out].
+// Chip c quantises its slice of each row on its own, and the partial sums are added row by
+// row in FP32 in chip order (the D2D all-reduce) into the residual stream x_out.
+void columns_product_rows_into(const std::vector<float>& x, size_t n, const QuantWeight& w,
+                               uint32_t chips, std::vector<float>& x_out) {
   std::vector<std::vector<float>> partials(chips);
+  std::vector<float> slice;
   for (uint32_t c = 0; c < chips; ++c) {
     const size_t first = c * w.in / chips;
-    const size_t end = (c + 1) * w.in / chips;
-    chip_product(x.subspan(first, end - first), w, first, partials[c]);
+    const size_t len = (c + 1) * w.in / chips - first;
+    slice.resize(n * len);
+    for (size_t t = 0; t < n; ++t) {
+      std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(t * w.in + first), len,
+                  slice.begin() + static_cast<std::ptrdiff_t>(t * len));
+    }
+    chip_product_rows(slice.data(), n, len, w, first, partials[c]);
   }
-  all_reduce_into(partials, x_out);
+  std::vector<std::vector<float>> row(chips);
+  for (size_t t = 0; t < n; ++t) {
+    for (uint32_t c = 0; c < chips; ++c) {
+      row[c].assign(partials[c].begin() + static_cast<std::ptrdiff_t>(t * w.out),
+                    partials[c].begin() + static_cast<std::ptrdiff_t>((t + 1) * w.out));
+    }
+    all_reduce_into(row, std::span(x_out).subspan(t * w.out, w.out));
+  }
 }
 
 }  // namespace
@@ -402,38 +482,67 @@ void moe_into(std::span<const float> h, const PreparedLayer& w, const ModelConfi
   all_reduce_into(partials, x);
 }
 
-// One token through one layer; its K and V go to `slot` of `kv` (the layer's KV heads).
-// `probes`, when given, receives x after the attention and after the MLP.
-void layer_step(const PreparedLayer& w, std::vector<float>& x, int32_t position, size_t slot,
-                ref::KvHead* kv, const ModelConfig& c, std::vector<float>* probes) {
-  const size_t d = c.head_dim;
-  std::vector<float> h(x.size());
-  ref::rmsnorm(x, w.attn_norm, c.rms_eps, h);
-  std::vector<float> q = rows_product(h, w.q_proj);
-  std::vector<float> k = rows_product(h, w.k_proj);
-  const std::vector<float> v = rows_product(h, w.v_proj);
-  norm_and_rotate(q, w.q_norm, position, c);
-  norm_and_rotate(k, w.k_norm, position, c);
-  for (size_t g = 0; g < c.kv_heads; ++g) {
-    const std::span<const float> value = std::span(v).subspan(g * d, d);
-    kv[g].store(slot, bf16_rounded(std::span(k).subspan(g * d, d)),
-                c.v_cache == calbin::Dtype::kInt8 ? s8_rounded(value) : bf16_rounded(value));
+// One layer for n tokens at once, each with the numbers it would get alone: a token's K and
+// V are stored before any attention of the layer, and each token attends to its own slot
+// and the ones before it only. The matrices then read their weights once per block of
+// tokens instead of once per token. x is [n][hidden]; `probes` receives the last token's.
+void layer_rows(const PreparedLayer& w, std::vector<float>& x, size_t n,
+                std::span<const int32_t> positions, size_t first_slot, ref::KvHead* kv,
+                const ModelConfig& c, std::vector<float>* probes) {
+  const size_t d = c.head_dim, hidden = c.hidden;
+  std::vector<float> h(x.size()), q, k, v;
+  for (size_t t = 0; t < n; ++t) {
+    ref::rmsnorm(std::span(x).subspan(t * hidden, hidden), w.attn_norm, c.rms_eps,
+                 std::span(h).subspan(t * hidden, hidden));
   }
-  std::vector<float> attended(q.size());
+  chip_product_rows(h.data(), n, hidden, w.q_proj, 0, q);
+  chip_product_rows(h.data(), n, hidden, w.k_proj, 0, k);
+  chip_product_rows(h.data(), n, hidden, w.v_proj, 0, v);
+  const size_t q_width = w.q_proj.out, kv_width = w.k_proj.out;
+  std::vector<float> attended(n * q_width);
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<float> qt(q.begin() + static_cast<std::ptrdiff_t>(t * q_width),
+                          q.begin() + static_cast<std::ptrdiff_t>((t + 1) * q_width));
+    std::vector<float> kt(k.begin() + static_cast<std::ptrdiff_t>(t * kv_width),
+                          k.begin() + static_cast<std::ptrdiff_t>((t + 1) * kv_width));
+    norm_and_rotate(qt, w.q_norm, positions[t], c);
+    norm_and_rotate(kt, w.k_norm, positions[t], c);
+    std::copy(qt.begin(), qt.end(), q.begin() + static_cast<std::ptrdiff_t>(t * q_width));
+    for (size_t g = 0; g < c.kv_heads; ++g) {
+      const std::span<const float> value = std::span(v).subspan(t * kv_width + g * d, d);
+      kv[g].store(first_slot + t, bf16_rounded(std::span(kt).subspan(g * d, d)),
+                  c.v_cache == calbin::Dtype::kInt8 ? s8_rounded(value) : bf16_rounded(value));
+    }
+  }
   const size_t group = c.q_heads / c.kv_heads;
-  for (size_t head = 0; head < c.q_heads; ++head) {
-    attend_slots(std::span(q).subspan(head * d, d), kv[head / group], slot + 1,
-                 std::span(attended).subspan(head * d, d));
+  split_two(n * c.q_heads, [&](size_t first, size_t count) {
+    for (size_t pair = first; pair < first + count; ++pair) {
+      const size_t t = pair / c.q_heads, head = pair % c.q_heads;
+      attend_slots(std::span(q).subspan(t * q_width + head * d, d), kv[head / group],
+                   first_slot + t + 1, std::span(attended).subspan(t * q_width + head * d, d));
+    }
+  });
+  columns_product_rows_into(attended, n, w.o_proj, c.chips, x);
+  if (probes != nullptr) probes->insert(probes->end(), x.end() - hidden, x.end());
+  for (size_t t = 0; t < n; ++t) {
+    ref::rmsnorm(std::span(x).subspan(t * hidden, hidden), w.ffn_norm, c.rms_eps,
+                 std::span(h).subspan(t * hidden, hidden));
   }
-  columns_product_into(attended, w.o_proj, c.chips, x);
-  if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
-  ref::rmsnorm(x, w.ffn_norm, c.rms_eps, h);
   if (c.experts == 0) {
-    columns_product_into(swiglu(h, w.mlp), w.mlp.down_proj, c.chips, x);
+    std::vector<float> gate, up;
+    chip_product_rows(h.data(), n, hidden, w.mlp.gate_proj, 0, gate);
+    chip_product_rows(h.data(), n, hidden, w.mlp.up_proj, 0, up);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    }
+    columns_product_rows_into(gate, n, w.mlp.down_proj, c.chips, x);
   } else {
-    moe_into(h, w, c, x);
+    for (size_t t = 0; t < n; ++t) {
+      moe_into(std::span(h).subspan(t * hidden, hidden), w, c,
+               std::span(x).subspan(t * hidden, hidden));
+    }
   }
-  if (probes != nullptr) probes->insert(probes->end(), x.begin(), x.end());
+  if (probes != nullptr) probes->insert(probes->end(), x.end() - hidden, x.end());
 }
 
 }  // namespace
@@ -450,23 +559,24 @@ calbin::Result<std::vector<float>> Session::forward(std::span<const int32_t> tok
                             std::to_string(kv_length_) + " of a context of " +
                             std::to_string(c.context));
   }
-  std::vector<float> x(c.hidden);
-  for (size_t t = 0; t < tokens.size(); ++t) {
+  const size_t n = tokens.size();
+  std::vector<float> x(n * c.hidden);
+  for (size_t t = 0; t < n; ++t) {
     if (tokens[t] < 0 || static_cast<uint32_t>(tokens[t]) >= c.vocab || positions[t] < 0) {
       return calbin::fail("contract reference", "tokens[" + std::to_string(t) + "]",
                           "token " + std::to_string(tokens[t]) + " at position " +
                               std::to_string(positions[t]) + " is out of range");
     }
     const float* row = p.embedding.values.data() + size_t(tokens[t]) * c.hidden;
-    x.assign(row, row + c.hidden);
-    // Only the last token's probes are kept, as a device reports them.
-    std::vector<float>* probes = t + 1 == tokens.size() ? &probes_ : nullptr;
-    if (probes != nullptr) probes->assign(x.begin(), x.end());
-    for (size_t l = 0; l < c.layers; ++l) {
-      layer_step(p.layers[l], x, positions[t], kv_length_, &kv_[l * c.kv_heads], c, probes);
-    }
-    ++kv_length_;
+    std::copy_n(row, c.hidden, x.begin() + static_cast<std::ptrdiff_t>(t * c.hidden));
   }
+  // Only the last token's probes are kept, as a device reports them.
+  probes_.assign(x.end() - c.hidden, x.end());
+  for (size_t l = 0; l < c.layers; ++l) {
+    layer_rows(p.layers[l], x, n, positions, kv_length_, &kv_[l * c.kv_heads], c, &probes_);
+  }
+  kv_length_ += n;
+  x.erase(x.begin(), x.end() - c.hidden);
   // The last token's logits: final norm, then each chip's vocabulary rows in FP32, each
   // logit the dot product of MODEL.md's order, written as BF16.
   std::vector<float> normed(c.hidden);
