@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
-#include <thread>
 
 #include "calbin/bf16.hpp"
 
@@ -214,20 +212,6 @@ void int8_sums(const std::vector<int8_t>& q, const QuantWeight& w, size_t first,
     }
     sums[o] = acc;
   }
-}
-
-// Runs piece(first, count) over [0, n) on two threads when n is large: the pieces write
-// disjoint outputs, so the split changes nothing in them. The golden's own threads run whole
-// chains; this lets the longest chain use both cores too.
-void split_two(size_t n, const std::function<void(size_t, size_t)>& piece) {
-  if (n < 64 || std::thread::hardware_concurrency() < 2) {
-    piece(0, n);
-    return;
-  }
-  const size_t half = n / 2;
-  std::thread other([&] { piece(half, n - half); });
-  piece(0, half);
-  other.join();
 }
 
 // sums[t][o] for rows t of q (each `len` long) against weight rows o in [o0, o1), over inputs

@@ -49,31 +49,51 @@ Transposed transpose(const Matrix& m) {
 }
 
 // y[t] = x[t] @ W^T for each of `count` rows of x.
-// y[t][o] = sum over i, in index order, of x[t][i] * w[i][o]. Blocks of tokens and outputs
-// change only which (t, o) pairs are computed together, never the order of one output's
-// additions: each weight block is read once per block of tokens instead of once per token.
+// y[t][o] = sum over i, in index order, of x[t][i] * w[i][o], for outputs [o0, o1). Blocks of
+// 4 tokens by 64 outputs keep their sums in registers while the inputs stream past; blocks
+// change only which outputs are computed together, never the order of one output's additions.
 SIMDEV_REFERENCE_WIDE_LOOPS
-void matmul_into(const float* x, size_t count, const Transposed& w, float* y) {
-  constexpr size_t kTokens = 8, kOutputs = 512;
-  for (size_t t0 = 0; t0 < count; t0 += kTokens) {
-    const size_t t_end = t0 + kTokens < count ? t0 + kTokens : count;
-    for (size_t o0 = 0; o0 < w.out; o0 += kOutputs) {
-      const size_t width = o0 + kOutputs < w.out ? kOutputs : w.out - o0;
+void matmul_into(const float* x, size_t count, const Transposed& w, size_t o0, size_t o1,
+                 float* y) {
+  constexpr size_t kTokens = 4, kOutputs = 64;
+  size_t t0 = 0;
+  for (; t0 + kTokens <= count; t0 += kTokens) {
+    size_t o = o0;
+    for (; o + kOutputs <= o1; o += kOutputs) {
+      float acc[kTokens][kOutputs] = {};
       for (size_t i = 0; i < w.in; ++i) {
-        const float* w_row = w.values.data() + i * w.out + o0;
-        for (size_t t = t0; t < t_end; ++t) {
-          const float xi = x[t * w.in + i];
-          float* row_out = y + t * w.out + o0;
-          for (size_t o = 0; o < width; ++o) row_out[o] += xi * w_row[o];
+        const float* w_row = w.values.data() + i * w.out + o;
+        for (size_t t = 0; t < kTokens; ++t) {
+          const float xi = x[(t0 + t) * w.in + i];
+          for (size_t j = 0; j < kOutputs; ++j) acc[t][j] += xi * w_row[j];
         }
       }
+      for (size_t t = 0; t < kTokens; ++t) {
+        for (size_t j = 0; j < kOutputs; ++j) y[(t0 + t) * w.out + o + j] = acc[t][j];
+      }
+    }
+    for (size_t i = 0; o < o1 && i < w.in; ++i) {
+      const float* w_row = w.values.data() + i * w.out;
+      for (size_t t = t0; t < t0 + kTokens; ++t) {
+        const float xi = x[t * w.in + i];
+        for (size_t j = o; j < o1; ++j) y[t * w.out + j] += xi * w_row[j];
+      }
+    }
+  }
+  for (size_t i = 0; t0 < count && i < w.in; ++i) {
+    const float* w_row = w.values.data() + i * w.out;
+    for (size_t t = t0; t < count; ++t) {
+      const float xi = x[t * w.in + i];
+      for (size_t j = o0; j < o1; ++j) y[t * w.out + j] += xi * w_row[j];
     }
   }
 }
 
 std::vector<float> matmul(const std::vector<float>& x, size_t count, const Transposed& w) {
   std::vector<float> y(count * w.out, 0.0f);
-  matmul_into(x.data(), count, w, y.data());
+  split_two(w.out, [&](size_t first, size_t size) {
+    matmul_into(x.data(), count, w, first, first + size, y.data());
+  });
   return y;
 }
 

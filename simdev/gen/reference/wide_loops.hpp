@@ -5,8 +5,30 @@
 // before without it. No FMA contraction (-ffp-contract=off, the top CMakeLists.txt).
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <thread>
+
 #if defined(__clang__) && defined(__x86_64__)
 #define SIMDEV_REFERENCE_WIDE_LOOPS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SIMDEV_REFERENCE_WIDE_LOOPS
 #endif
+
+namespace simdev::gen {
+
+// Runs piece(first, count) over [0, n) on two threads when n is large: the pieces write
+// disjoint outputs, so the split changes nothing in them. The golden's own threads run whole
+// chains; this lets the longest chain, which runs last and alone, use both cores too.
+inline void split_two(size_t n, const std::function<void(size_t, size_t)>& piece) {
+  if (n < 64 || std::thread::hardware_concurrency() < 2) {
+    piece(0, n);
+    return;
+  }
+  const size_t half = n / 2;
+  std::thread other([&] { piece(half, n - half); });
+  piece(0, half);
+  other.join();
+}
+
+}  // namespace simdev::gen
