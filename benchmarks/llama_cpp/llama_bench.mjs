@@ -128,7 +128,8 @@ async function main() {
   const prompt = seededTokens(opts.seed, opts.promptLong, opts.vocab);
   const short = prompt.slice(0, opts.promptShort);
   console.error(`llama.cpp context: ${context.contextSize} tokens, batch ${context.batchSize}, ` +
-    `threads ${context.currentThreads} (ideal ${context.idealThreads})`);
+    `threads ${context.currentThreads} (ideal ${context.idealThreads}), ` +
+    `flash attention ${context.flashAttention}`);
 
   const pre = await pairedMedians(opts.reps, () => timePrefill(sequence, short),
     () => timePrefill(sequence, prompt));

@@ -2,7 +2,7 @@
 """Helpers of side_by_side.sh: the idle check, timed runs and the final report.
 
     sbs.py idle [--seconds S]                 the load average and the CPU busy in S seconds
-    sbs.py timed --out FILE [--log FILE] -- CMD...   runs CMD; writes its wall and CPU time
+    sbs.py timed --out FILE [--log FILE] [--label L] -- CMD...   runs CMD; writes its wall and CPU time
                                               and the CPU other processes used meanwhile
     sbs.py report --llama FILE --sim-dir DIR ...     prints both sides and the ratios
 """
@@ -131,17 +131,22 @@ def report(args):
     print(f"llama.cpp {llama['llama_cpp_release']} (commit {llama['llama_cpp_commit'][:12]}, "
           f"node-llama-cpp {llama['node_llama_cpp']}), Q8_0, {llama['threads']} threads")
     print(f"simulator: calrt bench --device sim, {args.build_type} build")
-    print(f"{'':28}{'simulator':>10}{'llama.cpp':>11}{'sim / llama':>13}")
+    print(f"{'':32}{'simulator':>10}{'llama.cpp':>11}{'sim / llama':>13}")
     for label, key in ((f"prefill tok/s ({args.prompt_long} vs {args.prompt_short})",
                         "prefill_tok_s"),
                        (f"decode tok/s ({args.gen_long} vs {args.gen_short} tokens)",
                         "decode_tok_s")):
-        print(f"{label:28}{fmt(sim[key]):>10}{fmt(llama[key]):>11}"
+        print(f"{label:32}{fmt(sim[key]):>10}{fmt(llama[key]):>11}"
               f"{ratio(sim[key], llama[key]):>13}")
-    print(f"(simulator whole-process walls: {t_base:.2f} s at {args.prompt_short}+"
-          f"{args.gen_short}, {t_pre:.2f} s at {args.prompt_long}+{args.gen_short}, "
-          f"{t_dec:.2f} s at {args.prompt_short}+{args.gen_long}; llama.cpp prefill of "
-          f"{args.prompt_long} alone {llama['prefill_plain_tok_s']:.1f} tok/s)")
+    pre, gen = llama["prefill_s"], llama["generate_s"]
+    print(f"simulator, whole-process walls: {t_base:.2f} s at prompt {args.prompt_short} + "
+          f"gen {args.gen_short}, {t_pre:.2f} s at {args.prompt_long} + {args.gen_short}, "
+          f"{t_dec:.2f} s at {args.prompt_short} + {args.gen_long}")
+    print(f"llama.cpp, medians of {len(pre['long'])}: prefill {statistics.median(pre['short']):.3f}"
+          f" s at {args.prompt_short}, {statistics.median(pre['long']):.3f} s at "
+          f"{args.prompt_long} ({llama['prefill_plain_tok_s']:.1f} tok/s alone); "
+          f"{statistics.median(gen['short']):.3f} s to {args.gen_short} tokens, "
+          f"{statistics.median(gen['long']):.3f} s to {args.gen_long}")
     for n in notes:
         print(n)
     if args.idle_warnings:
@@ -157,6 +162,7 @@ def main(argv):
     t = sub.add_parser("timed")
     t.add_argument("--out", required=True, help="JSON list to append this run to")
     t.add_argument("--log", help="the command's stdout and stderr go here")
+    t.add_argument("--label", help="print a line with this label and the wall time")
     t.add_argument("command", nargs=argparse.REMAINDER)
     r = sub.add_parser("report")
     r.add_argument("--llama", required=True, help="llama_bench.mjs's JSON result")
@@ -183,6 +189,9 @@ def main(argv):
         runs = runs if isinstance(runs, list) else [runs]
         with open(args.out, "w") as f:
             json.dump(runs + [result], f, indent=1)
+        if args.label:
+            print(f"  {args.label}: {result['wall_s']:.2f} s wall, {result['cpu_s']:.2f} s CPU"
+                  + (f" (exit {result['rc']})" if result["rc"] else ""))
         return result["rc"]
     report(args)
     return 0

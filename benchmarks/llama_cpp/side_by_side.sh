@@ -135,7 +135,11 @@ layer_args=()
 echo "writing the GGUF (Q8_0, seed $seed) unless it is there"
 gguf=$(nice -n 10 "$python" "$here/make_gguf.py" --config "$config" --seed "$seed" \
   "${layer_args[@]}" --out-dir "$work") || die "make_gguf.py failed"
-shape_name=$(basename "$config" .json)${layers:+-L$layers}
+read -r vocab config_layers < <("$python" -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+print(c["vocab_size"], c["num_hidden_layers"])' "$config") ||
+  die "$config: no vocab_size or num_hidden_layers"
+shape_name=$(basename "$config" .json)-L${layers:-$config_layers}
 sim_config=$config
 if [[ -n $layers ]]; then
   sim_config=$work/$shape_name.yaml
@@ -154,8 +158,10 @@ if [[ ! -f $calbin/.side_by_side_done ]]; then
   }
   touch "$calbin/.side_by_side_done"
 fi
-vocab=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' \
-  "$config")
+# Earlier files of the same shape and seed (another writer, another simdev) are stale.
+for old in "$work/$shape_name-seed$seed-"*; do
+  [[ $old == "$calbin" || $old == "$gguf" ]] || rm -rf "$old"
+done
 
 echo "== llama.cpp: $gguf"
 run=$work/run
@@ -172,15 +178,14 @@ echo "== simulator: calrt bench $calbin"
 bench() { # NAME PROMPT GEN
   local i
   for ((i = 0; i < sim_reps; i++)); do
-    "$python" "$here/sbs.py" timed --out "$run/$1.json" --log "$run/$1.log" -- \
+    "$python" "$here/sbs.py" timed --out "$run/$1.json" --log "$run/$1.log" \
+      --label "prompt $2, gen $3" -- \
       "$calrt" bench "$calbin" --device sim --prompt-len "$2" --gen-len "$3" --runs 1 \
       --warmup 0 --mode sync --seed "$seed" || {
       tail -20 "$run/$1.log" >&2
       die "calrt bench at prompt $2, gen $3 failed (the lines above; $run/$1.log)"
     }
   done
-  "$python" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], " ".join(
-    f"{x[\"wall_s\"]:.2f}" for x in r), "s")' "$run/$1.json" "  prompt $2, gen $3:"
 }
 bench base "$prompt_short" "$gen_short"
 bench prefill "$prompt_long" "$gen_short"
