@@ -24,7 +24,7 @@ cd "$root"
 config=simdev/gen/configs/qwen3-0.6b-shape.json
 seed=11
 layers=""
-build_dir=build-release
+build_dir="build-release"
 threads=2
 prompt_short=64
 prompt_long=512
