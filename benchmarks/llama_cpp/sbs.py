@@ -130,7 +130,8 @@ def report(args):
     print(f"== side by side: {args.shape}, {args.threads} threads")
     print(f"llama.cpp {llama['llama_cpp_release']} (commit {llama['llama_cpp_commit'][:12]}, "
           f"node-llama-cpp {llama['node_llama_cpp']}), Q8_0, {llama['threads']} threads")
-    print(f"simulator: calrt bench --device sim, {args.build_type} build")
+    print(f"simulator: calrt bench --device sim --device-config host_threads={args.threads}, "
+          f"{args.build_type} build")
     print(f"{'':32}{'simulator':>10}{'llama.cpp':>11}{'sim / llama':>13}")
     for label, key in ((f"prefill tok/s ({args.prompt_long} vs {args.prompt_short})",
                         "prefill_tok_s"),

@@ -180,8 +180,8 @@ bench() { # NAME PROMPT GEN
   for ((i = 0; i < sim_reps; i++)); do
     "$python" "$here/sbs.py" timed --out "$run/$1.json" --log "$run/$1.log" \
       --label "prompt $2, gen $3" -- \
-      "$calrt" bench "$calbin" --device sim --prompt-len "$2" --gen-len "$3" --runs 1 \
-      --warmup 0 --mode sync --seed "$seed" || {
+      "$calrt" bench "$calbin" --device sim --device-config "host_threads=$threads" \
+      --prompt-len "$2" --gen-len "$3" --runs 1 --warmup 0 --mode sync --seed "$seed" || {
       tail -20 "$run/$1.log" >&2
       die "calrt bench at prompt $2, gen $3 failed (the lines above; $run/$1.log)"
     }
