@@ -1,6 +1,6 @@
 // Times llama.cpp's CPU build on a GGUF file through node-llama-cpp: prefill and greedy decode.
 //   node llama_bench.mjs --modules DIR --model FILE --vocab N [--threads 2] [--prompt-short 64]
-//        [--prompt-long 512] [--gen-short 2] [--gen-long 34] [--reps 3] [--seed 11]
+//        [--prompt-long 512] [--gen-short 2] [--gen-long 66] [--reps 3] [--seed 11]
 // DIR holds node_modules/ with node-llama-cpp (side_by_side.sh installs it there); the prompt is
 // seeded ids below N - 1 (the last id is <|endoftext|> in make_gguf.py's vocabulary).
 // Prefill: evaluate a prompt of --prompt-long tokens and one of --prompt-short, each from an
@@ -17,7 +17,7 @@ import { openSync, readSync, closeSync, readFileSync } from "node:fs";
 
 function parseArgs(argv) {
   const opts = {
-    threads: 2, promptShort: 64, promptLong: 512, genShort: 2, genLong: 34, reps: 3, seed: 11,
+    threads: 2, promptShort: 64, promptLong: 512, genShort: 2, genLong: 66, reps: 3, seed: 11,
   };
   const names = {
     "--modules": "modules", "--model": "model", "--threads": "threads",

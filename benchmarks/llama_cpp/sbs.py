@@ -148,6 +148,10 @@ def report(args):
           f"{args.prompt_long} ({llama['prefill_plain_tok_s']:.1f} tok/s alone); "
           f"{statistics.median(gen['short']):.3f} s to {args.gen_short} tokens, "
           f"{statistics.median(gen['long']):.3f} s to {args.gen_long}")
+    if min(sim["prefill_tok_s"], sim["decode_tok_s"], llama["prefill_tok_s"],
+           llama["decode_tok_s"]) <= 0:
+        print("(neg): the longer run was not slower than the shorter one; the difference is "
+              "within the noise: raise --prompt-long, --gen-long or --sim-reps")
     for n in notes:
         print(n)
     if args.idle_warnings:

@@ -6,8 +6,8 @@
 #       [--gen-short N] [--gen-long N] [--reps N] [--sim-reps N] [--no-build]
 # Defaults: simdev/gen/configs/qwen3-0.6b-shape.json, seed 11, the config's layers,
 # build-release (Release; built when missing or stale, under nice), 2 threads, prompts of 512
-# against 64 tokens, 18 against 2 generated tokens, llama.cpp's figures medians of 3 and the
-# simulator's of 1.
+# against 64 tokens, 66 against 2 generated tokens (64 decode steps), each side's times
+# medians of 3.
 # 1. writes the shape as a GGUF with Q8_0 weights of seeded random values (make_gguf.py) and
 #    `simdev gen --no-golden` the calbin from the same config; both are kept in
 #    BUILD_DIR/llama_cpp_side_by_side/ and reused while their inputs are the same;
@@ -29,9 +29,9 @@ threads=2
 prompt_short=64
 prompt_long=512
 gen_short=2
-gen_long=18
+gen_long=66
 reps=3
-sim_reps=1
+sim_reps=3
 build=1
 
 die() {
