@@ -99,10 +99,10 @@ int64_t raw_enum(const E& field) {
 #define VALIDATE_HAS(table, Name) \
   (offsetof(CalrtApi, Name) + sizeof(void*) <= (table)->struct_size && (table)->Name != nullptr)
 
-// Every fallible entry of the table, and of the extensions the layer knows, from the one
-// list in abi/runtime_table.hpp: X(return type, snake name, Name).
-#define VALIDATE_FOR_EACH_ENTRY(X) CALRT_API_FALLIBLE_ENTRIES(X)
-#define VALIDATE_FOR_EACH_EXT_ENTRY(X) CALRT_EXT_ENTRIES(X)
+// Every fallible entry of the table, and of the extensions the layer knows, from the call
+// table (abi/call_table.hpp): X(Group, Verb, snake name).
+#define VALIDATE_FOR_EACH_ENTRY(X) CALRT_CORE_CALLS(X)
+#define VALIDATE_FOR_EACH_EXT_ENTRY(X) CALRT_EXT_CALLS(X)
 
 // ---------------------------------------------------------------------------------------
 // The recorder: one JSON object per line, flushed per line, one mutex.
@@ -273,7 +273,8 @@ class LayerImpl final : public Layer {
   }
   uint64_t recorded_calls() const override { return recorder_ ? recorder_->calls() : 0; }
 
-#define VALIDATE_DECLARE(ret, fn, Name) CalrtError* Name(Calrt_##Name##_Args* args);
+#define VALIDATE_DECLARE(Group, Verb, fn) \
+  CalrtError* Group##_##Verb(Calrt_##Group##_##Verb##_Args* args);
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_DECLARE)
   VALIDATE_FOR_EACH_EXT_ENTRY(VALIDATE_DECLARE)
 #undef VALIDATE_DECLARE
@@ -334,9 +335,9 @@ class LayerImpl final : public Layer {
 // Trampolines of slot S: each C entry finds its layer through the slot.
 template <int S>
 struct Trampolines {
-#define VALIDATE_TRAMPOLINE(ret, fn, Name)                         \
-  static CalrtError* Name(Calrt_##Name##_Args* args) {             \
-    return g_slots[S].load(std::memory_order_acquire)->Name(args); \
+#define VALIDATE_TRAMPOLINE(Group, Verb, fn)                                 \
+  static CalrtError* Group##_##Verb(Calrt_##Group##_##Verb##_Args* args) {   \
+    return g_slots[S].load(std::memory_order_acquire)->Group##_##Verb(args); \
   }
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_TRAMPOLINE)
   VALIDATE_FOR_EACH_EXT_ENTRY(VALIDATE_TRAMPOLINE)
@@ -345,8 +346,9 @@ struct Trampolines {
 
 template <int S>
 void fill_slot(LayerImpl& layer) {
-#define VALIDATE_FILL(ret, fn, Name) \
-  layer.table_.Name = VALIDATE_HAS(layer.inner_, Name) ? &Trampolines<S>::Name : nullptr;
+#define VALIDATE_FILL(Group, Verb, fn) \
+  layer.table_.Group##_##Verb =        \
+      VALIDATE_HAS(layer.inner_, Group##_##Verb) ? &Trampolines<S>::Group##_##Verb : nullptr;
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_FILL)
 #undef VALIDATE_FILL
 #define VALIDATE_FILL_EXT(ext, Name) \
