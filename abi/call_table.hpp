@@ -432,8 +432,8 @@ namespace detail {
 
 struct FieldsBegin {};
 template <class... Fields>
-constexpr std::tuple<Fields...> fields(FieldsBegin, Fields... fields) {
-  return {fields...};
+constexpr std::tuple<Fields...> make_fields(FieldsBegin, Fields... each) {
+  return {each...};
 }
 
 constexpr size_t round_up(size_t value, size_t alignment) {
@@ -442,7 +442,9 @@ constexpr size_t round_up(size_t value, size_t alignment) {
 
 // Whether `fields` are all the fields of Args after struct_size and extension, in order:
 // each starts where the one before ends (up to its alignment), and the struct ends after
-// the last. A field the table left out leaves a gap.
+// the last. A field the table left out leaves a gap wider than alignment padding, except a
+// small one before a more aligned field; tests/abi/call_table_test.cpp also checks each
+// struct's end against its CALRT_*_STRUCT_SIZE macro.
 template <class Args, class... Fields>
 constexpr bool covers_struct(const std::tuple<Fields...>& fields) {
   size_t end = offsetof(Args, extension) + sizeof(void*);
@@ -489,7 +491,7 @@ constexpr size_t end_of(const std::tuple<Fields...>& fields) {
     using Table = TableType;                                                                 \
     static constexpr const char* name = #Group "_" #Verb;                                    \
     static constexpr auto entry = &Table::Group##_##Verb;                                    \
-    static constexpr auto fields = detail::fields(                                           \
+    static constexpr auto fields = detail::make_fields(                                      \
         detail::FieldsBegin {} CALRT_FIELDS_##Group##_##Verb(CALRT_DESCRIBE_FIELD_));        \
     static constexpr size_t struct_size = detail::end_of(fields);                            \
     static_assert(detail::covers_struct<Args>(fields),                                       \

@@ -307,6 +307,9 @@ class LayerImpl final : public Layer {
   CalrtError* violate(Call& call, const char* id, CalrtCode code, const std::string& detail,
                       bool refusable);
   bool refuse() const { return options_.refuse; }
+  // A job was submitted: it owns its buffers and the KV applied to its input until final.
+  void job_submitted(const Calrt_Job_Submit_Args& args, CalrtKv* kv,
+                     std::optional<uint64_t> seq_end);
   // The job reached a final state (observed by the caller); `completed` advances its KV.
   void job_final(Call& call, CalrtJob* job, bool completed);
   std::optional<CalrtJobState> inner_job_state(CalrtJob* job) const;
@@ -1192,32 +1195,38 @@ CalrtError* LayerImpl::Job_Submit(Calrt_Job_Submit_Args* args) {
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
     record_outs(call, *args);
-    JobState job;
-    job.calbin = args->calbin;
-    job.input = args->input;
-    job.output = args->output;
-    job.kv = kv;
-    job.in_flight = true;
-    job.seq_end = seq_end;
-    for (CalrtBuffer* buffer : {args->input, args->output}) {
-      if (auto b = buffers_.find(buffer); b != buffers_.end()) {
-        b->second.owner = args->job;
-        // Only input tensors: the device writes the outputs itself.
-        if (b->second.input) {
-          for (const auto& [tensor, mapping] : b->second.stale) {
-            job.snapshots.push_back(
-                Snapshot{buffer, tensor, mapping,
-                         std::vector<unsigned char>(mapping.data, mapping.data + mapping.size)});
-          }
+    job_submitted(*args, kv, seq_end);
+  }
+  return finish(call, error);
+}
+
+// Called with mutex_ held.
+void LayerImpl::job_submitted(const Calrt_Job_Submit_Args& args, CalrtKv* kv,
+                              std::optional<uint64_t> seq_end) {
+  JobState job;
+  job.calbin = args.calbin;
+  job.input = args.input;
+  job.output = args.output;
+  job.kv = kv;
+  job.in_flight = true;
+  job.seq_end = seq_end;
+  for (CalrtBuffer* buffer : {args.input, args.output}) {
+    if (auto b = buffers_.find(buffer); b != buffers_.end()) {
+      b->second.owner = args.job;
+      // Only input tensors: the device writes the outputs itself.
+      if (b->second.input) {
+        for (const auto& [tensor, mapping] : b->second.stale) {
+          job.snapshots.push_back(
+              Snapshot{buffer, tensor, mapping,
+                       std::vector<unsigned char>(mapping.data, mapping.data + mapping.size)});
         }
       }
     }
-    if (auto k = kvs_.find(kv); k != kvs_.end()) {
-      k->second.user = args->job;
-    }
-    jobs_[args->job] = std::move(job);
   }
-  return finish(call, error);
+  if (auto k = kvs_.find(kv); k != kvs_.end()) {
+    k->second.user = args.job;
+  }
+  jobs_[args.job] = std::move(job);
 }
 
 CalrtError* LayerImpl::Job_Wait(Calrt_Job_Wait_Args* args) {
