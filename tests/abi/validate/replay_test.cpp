@@ -423,9 +423,9 @@ TEST_F(EveryCall, IsRecordedWithEveryFieldAndReplaysIdentically) {
   EXPECT_EQ(result.skipped, 0u);
 }
 
-// A recording in the form the layer wrote before it recorded every out field of the call
-// table (recordings/every-call.jsonl, made by make_every_call above): replay reads the fields
-// it holds as it reads a new recording's, and it replays identically.
+// A recording that holds only some out fields of each call (recordings/every-call.jsonl, of
+// the calls make_every_call makes), as recordings kept from an older layer do: replay needs
+// no more than the fields it compares, and it replays identically.
 TEST_F(EveryCall, AnOlderRecordingReplaysIdentically) {
   const fs::path recording = fs::path(CALRT_TEST_RECORDINGS) / "every-call.jsonl";
   const calrt::Api sim = runner::open_runtime(runner::parse_device("sim"));
