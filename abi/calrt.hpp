@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "abi/call_table.hpp"
 #include "abi/calrt.h"
 
 namespace calrt {
@@ -229,56 +230,14 @@ inline uint64_t to_timeout_ns(Timeout timeout, std::string_view function) {
 // ---------------------------------------------------------------------------------------
 namespace detail {
 
-constexpr size_t round_up(size_t value, size_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
+// What a caller compiled against this header puts in struct_size: the end of the struct's
+// last field, from the call table (call_table.hpp checks that the table lists every field).
 template <class T>
 inline constexpr size_t kStructSize = 0;
-
-// sizeof(T) includes tail padding, so the macro (offset + size of the last field) equals
-// sizeof(T) only up to the struct's alignment. The assertion still catches a field appended
-// without moving the macro to it, unless the new field fits entirely in the old tail padding.
-#define CALRT_HPP_ARGS(Type, SIZE)                             \
-  template <>                                                  \
-  inline constexpr size_t kStructSize<Type> = SIZE;            \
-  static_assert(round_up(SIZE, alignof(Type)) == sizeof(Type), \
-                #SIZE " does not end at the last field of " #Type);
-CALRT_HPP_ARGS(Calrt_Error_Destroy_Args, CALRT_ERROR_DESTROY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Error_Message_Args, CALRT_ERROR_MESSAGE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Error_GetCode_Args, CALRT_ERROR_GETCODE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_Create_Args, CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_Destroy_Args, CALRT_DEVICE_DESTROY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_Status_Args, CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_ChipStatus_Args, CALRT_DEVICE_CHIPSTATUS_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_Reset_Args, CALRT_DEVICE_RESET_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Device_SetParallelMode_Args, CALRT_DEVICE_SETPARALLELMODE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_Create_Args, CALRT_CALBIN_CREATE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_Destroy_Args, CALRT_CALBIN_DESTROY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_GetInfo_Args, CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_GetModel_Args, CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_GetTensor_Args, CALRT_CALBIN_GETTENSOR_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_GetCsr_Args, CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Calbin_Configure_Args, CALRT_CALBIN_CONFIGURE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_Create_Args, CALRT_BUFFER_CREATE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_Destroy_Args, CALRT_BUFFER_DESTROY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_Map_Args, CALRT_BUFFER_MAP_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_Unmap_Args, CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_SetCsr_Args, CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Buffer_GetCsr_Args, CALRT_BUFFER_GETCSR_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Job_Submit_Args, CALRT_JOB_SUBMIT_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Job_Wait_Args, CALRT_JOB_WAIT_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Job_Status_Args, CALRT_JOB_STATUS_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Job_Cancel_Args, CALRT_JOB_CANCEL_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Job_Destroy_Args, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Allocate_Args, CALRT_KV_ALLOCATE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Apply_Args, CALRT_KV_APPLY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Free_Args, CALRT_KV_FREE_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Clear_Args, CALRT_KV_CLEAR_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Info_Args, CALRT_KV_INFO_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(Calrt_Kv_Capacity_Args, CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE)
-CALRT_HPP_ARGS(CalrtApi, CALRT_API_STRUCT_SIZE)
-#undef CALRT_HPP_ARGS
+template <calls::AbiCall T>
+inline constexpr size_t kStructSize<T> = calls::CallInfo<T>::struct_size;
+template <>
+inline constexpr size_t kStructSize<CalrtApi> = CALRT_API_STRUCT_SIZE;
 
 // A zero-initialised args struct of type T with struct_size set for this header.
 template <class T>

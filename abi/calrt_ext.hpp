@@ -19,29 +19,6 @@
 namespace calrt {
 
 namespace detail {
-template <>
-inline constexpr size_t kStructSize<Calrt_Clock_Get_Args> = CALRT_CLOCK_GET_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Clock_HostSpend_Args> =
-    CALRT_CLOCK_HOST_SPEND_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Trace_Enable_Args> = CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Trace_Read_Args> = CALRT_TRACE_READ_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Fault_SetPlan_Args> =
-    CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Fault_GetHits_Args> =
-    CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Diag_Report_Args> = CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Probe_Read_Args> = CALRT_PROBE_READ_ARGS_STRUCT_SIZE;
-template <>
-inline constexpr size_t kStructSize<Calrt_Diag_StateHash_Args> =
-    CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE;
-
 // The entry `fn` of an extension, or UNIMPLEMENTED naming the call and the extension.
 template <class Fn>
 Fn* extension_entry(Fn* fn, std::string_view name, std::string_view extension) {

@@ -1,7 +1,8 @@
 # What `cmake --install` puts in place, and the package that lets another CMake project (a
 # vendor shim, the LLM service's adapter) or a pkg-config user find it:
-#   include/calrt/abi/         calrt.h, calrt_ext.h and the header-only C++ wrapper and
-#                              loader, included as "abi/calrt.h" as inside this tree
+#   include/calrt/abi/         calrt.h, calrt_ext.h, the call table and the header-only C++
+#                              wrapper and loader, included as "abi/calrt.h" as inside this
+#                              tree
 #   lib/                       libcalrt_sim.so, libcalrt_client.so, libcalrt_validate.so,
 #                              each with SONAME lib*.so.<ABI major> and version <ABI version>
 #   bin/                       calrt and simdev
@@ -36,6 +37,7 @@ set_target_properties(calrt_validate_runtime PROPERTIES EXPORT_NAME validate)
 
 set(calrt_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/calrt)
 install(FILES abi/calrt.h abi/calrt_ext.h abi/calrt.hpp abi/calrt_ext.hpp abi/calrt_loader.hpp
+              abi/call_table.hpp
         DESTINATION ${calrt_include_dir}/abi COMPONENT development)
 install(TARGETS calrt_abi ${calrt_runtime_libraries} calrt simdev
         EXPORT calrt_targets

@@ -99,10 +99,10 @@ int64_t raw_enum(const E& field) {
 #define VALIDATE_HAS(table, Name) \
   (offsetof(CalrtApi, Name) + sizeof(void*) <= (table)->struct_size && (table)->Name != nullptr)
 
-// Every fallible entry of the table, and of the extensions the layer knows, from the one
-// list in abi/runtime_table.hpp: X(return type, snake name, Name).
-#define VALIDATE_FOR_EACH_ENTRY(X) CALRT_API_FALLIBLE_ENTRIES(X)
-#define VALIDATE_FOR_EACH_EXT_ENTRY(X) CALRT_EXT_ENTRIES(X)
+// Every fallible entry of the table, and of the extensions the layer knows, from the call
+// table (abi/call_table.hpp): X(Group, Verb, snake name).
+#define VALIDATE_FOR_EACH_ENTRY(X) CALRT_CORE_CALLS(X)
+#define VALIDATE_FOR_EACH_EXT_ENTRY(X) CALRT_EXT_CALLS(X)
 
 // ---------------------------------------------------------------------------------------
 // The recorder: one JSON object per line, flushed per line, one mutex.
@@ -273,7 +273,8 @@ class LayerImpl final : public Layer {
   }
   uint64_t recorded_calls() const override { return recorder_ ? recorder_->calls() : 0; }
 
-#define VALIDATE_DECLARE(ret, fn, Name) CalrtError* Name(Calrt_##Name##_Args* args);
+#define VALIDATE_DECLARE(Group, Verb, fn) \
+  CalrtError* Group##_##Verb(Calrt_##Group##_##Verb##_Args* args);
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_DECLARE)
   VALIDATE_FOR_EACH_EXT_ENTRY(VALIDATE_DECLARE)
 #undef VALIDATE_DECLARE
@@ -284,12 +285,31 @@ class LayerImpl final : public Layer {
 
   // Converts an error of the wrapped runtime into the layer's own.
   CalrtError* adopt(CalrtError* error) const;
+  // The wrapped runtime's table (CalrtApi or one of its extensions) of a call.
+  template <class Table>
+  const Table* inner_table() const;
+  // Calls the wrapped runtime's entry of Args; its error is adopted.
+  template <class Args>
+  CalrtError* call_inner(Args* args) const;
+  // A call with nothing to check: recorded and forwarded.
+  template <class Args>
+  CalrtError* pass_through(Args* args);
+  // Records the call's in fields; with mutex_ held (handles are recorded by their ids).
+  template <class Args>
+  void record_ins(Call& call, const Args& args) const;
+  // Records the out fields of a call that succeeded, giving each handle it created its id;
+  // with mutex_ held.
+  template <class Args>
+  void record_outs(Call& call, const Args& args);
   Call begin(const char* name, size_t struct_size, size_t expected) const;
   CalrtError* finish(Call& call, CalrtError* error) const;
   // Logs and keeps a violation; returns the error to answer with when refusing.
   CalrtError* violate(Call& call, const char* id, CalrtCode code, const std::string& detail,
                       bool refusable);
   bool refuse() const { return options_.refuse; }
+  // A job was submitted: it owns its buffers and the KV applied to its input until final.
+  void job_submitted(const Calrt_Job_Submit_Args& args, CalrtKv* kv,
+                     std::optional<uint64_t> seq_end);
   // The job reached a final state (observed by the caller); `completed` advances its KV.
   void job_final(Call& call, CalrtJob* job, bool completed);
   std::optional<CalrtJobState> inner_job_state(CalrtJob* job) const;
@@ -334,9 +354,9 @@ class LayerImpl final : public Layer {
 // Trampolines of slot S: each C entry finds its layer through the slot.
 template <int S>
 struct Trampolines {
-#define VALIDATE_TRAMPOLINE(ret, fn, Name)                         \
-  static CalrtError* Name(Calrt_##Name##_Args* args) {             \
-    return g_slots[S].load(std::memory_order_acquire)->Name(args); \
+#define VALIDATE_TRAMPOLINE(Group, Verb, fn)                                 \
+  static CalrtError* Group##_##Verb(Calrt_##Group##_##Verb##_Args* args) {   \
+    return g_slots[S].load(std::memory_order_acquire)->Group##_##Verb(args); \
   }
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_TRAMPOLINE)
   VALIDATE_FOR_EACH_EXT_ENTRY(VALIDATE_TRAMPOLINE)
@@ -345,8 +365,9 @@ struct Trampolines {
 
 template <int S>
 void fill_slot(LayerImpl& layer) {
-#define VALIDATE_FILL(ret, fn, Name) \
-  layer.table_.Name = VALIDATE_HAS(layer.inner_, Name) ? &Trampolines<S>::Name : nullptr;
+#define VALIDATE_FILL(Group, Verb, fn) \
+  layer.table_.Group##_##Verb =        \
+      VALIDATE_HAS(layer.inner_, Group##_##Verb) ? &Trampolines<S>::Group##_##Verb : nullptr;
   VALIDATE_FOR_EACH_ENTRY(VALIDATE_FILL)
 #undef VALIDATE_FILL
 #define VALIDATE_FILL_EXT(ext, Name) \
@@ -684,28 +705,137 @@ void LayerImpl::forget_calbin_children(CalrtCalbin* calbin) {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// What the recording writes of a call's fields (README.md, "The recording"), from the call
+// table: handles as their symbolic ids, enums as their integers, strings as text (an in
+// string may be null, an out string is "" when the runtime left it NULL), arrays in full.
+// Memory fields carry pointers, which are never written; record_memory() writes what one
+// means where that is worth replaying.
+// ---------------------------------------------------------------------------------------
+using calrt::calls::Dir;
+using calrt::calls::Kind;
+
+template <class Args>
+void record_memory(json&, const Args&) {}
+void record_memory(json& in, const Calrt_Fault_SetPlan_Args& args) {
+  in["plan"] = args.plan != nullptr ? json(std::string(args.plan, args.plan_size)) : json(nullptr);
+}
+
+template <class T>
+json field_json(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return raw_enum(value);
+  } else if constexpr (std::is_array_v<T>) {
+    json values = json::array();
+    for (const auto& element : value) {
+      values.push_back(element);
+    }
+    return values;
+  } else {
+    return value;
+  }
+}
+
+template <class Table>
+const Table* LayerImpl::inner_table() const {
+  if constexpr (std::is_same_v<Table, CalrtApi>) {
+    return inner_;
+  } else if constexpr (std::is_same_v<Table, CalrtClockExtension>) {
+    return inner_clock_;
+  } else if constexpr (std::is_same_v<Table, CalrtTraceExtension>) {
+    return inner_trace_;
+  } else if constexpr (std::is_same_v<Table, CalrtFaultExtension>) {
+    return inner_fault_;
+  } else {
+    static_assert(std::is_same_v<Table, CalrtDiagExtension>, "an extension the layer wraps");
+    return inner_diag_;
+  }
+}
+
+template <class Args>
+CalrtError* LayerImpl::call_inner(Args* args) const {
+  using Info = calrt::calls::CallInfo<Args>;
+  return adopt((inner_table<typename Info::Table>()->*Info::entry)(args));
+}
+
+template <class Args>
+void LayerImpl::record_ins(Call& call, const Args& args) const {
+  calrt::calls::for_each_field<Args>([&](const auto& field) {
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (F::dir == Dir::in && F::kind != Kind::memory) {
+      // A field beyond an older caller's struct_size means 0 (calrt.h's versioning rules).
+      const typename F::Type value =
+          field.covered_by(args.struct_size) ? F::get(args) : typename F::Type{};
+      if constexpr (F::kind == Kind::handle) {
+        call.in[field.name] = ids_.get(calrt::calls::kHandleName<typename F::Type>, value);
+      } else if constexpr (F::kind == Kind::string) {
+        call.in[field.name] = value != nullptr ? json(value) : json(nullptr);
+      } else {
+        call.in[field.name] = field_json(value);
+      }
+    }
+  });
+  record_memory(call.in, args);
+}
+
+template <class Args>
+void LayerImpl::record_outs(Call& call, const Args& args) {
+  calrt::calls::for_each_field<Args>([&](const auto& field) {
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (F::dir == Dir::out && F::kind != Kind::memory) {
+      if (!field.covered_by(args.struct_size)) {
+        return;
+      }
+      const auto& value = F::get(args);
+      if constexpr (F::kind == Kind::handle) {
+        call.out[field.name] = ids_.create(calrt::calls::kHandleName<typename F::Type>, value);
+      } else if constexpr (F::kind == Kind::string) {
+        call.out[field.name] = value != nullptr ? value : "";
+      } else {
+        call.out[field.name] = field_json(value);
+      }
+    }
+  });
+}
+
+template <class Args>
+CalrtError* LayerImpl::pass_through(Args* args) {
+  using Info = calrt::calls::CallInfo<Args>;
+  Call call = begin(Info::name, args != nullptr ? args->struct_size : 0, Info::struct_size);
+  if (!covers(args, Info::struct_size)) {
+    return finish(call, call_inner(args));
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    record_ins(call, *args);
+  }
+  CalrtError* error = call_inner(args);
+  if (error == nullptr) {
+    const std::lock_guard lock(mutex_);
+    record_outs(call, *args);
+  }
+  return finish(call, error);
+}
+
 #define VALIDATE_BEGIN(Name, SIZE)                                         \
   Call call = begin(#Name, args != nullptr ? args->struct_size : 0, SIZE); \
   if (!covers(args, SIZE)) {                                               \
     return finish(call, adopt(inner_->Name(args)));                        \
   }
 
-#define VALIDATE_ID(kind, handle) ids_.get(kind, handle)
-
 // ---------------------------------------------------------------------------------------
 // Device.
 // ---------------------------------------------------------------------------------------
 CalrtError* LayerImpl::Device_Create(Calrt_Device_Create_Args* args) {
-  VALIDATE_BEGIN(Device_Create, CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE)
-  call.in["kind"] = raw_enum(args->kind);
-  call.in["index"] = args->index;
-  call.in["config"] = args->config != nullptr ? json(args->config) : json(nullptr);
-  call.in["timeout_ns"] = args->timeout_ns;
+  VALIDATE_BEGIN(Device_Create, CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE) {
+    const std::lock_guard lock(mutex_);
+    record_ins(call, *args);
+  }
   CalrtError* error = adopt(inner_->Device_Create(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
     devices_[args->device] = true;
-    call.out["device"] = ids_.create("device", args->device);
+    record_outs(call, *args);
   }
   return finish(call, error);
 }
@@ -715,7 +845,7 @@ CalrtError* LayerImpl::Device_Destroy(Calrt_Device_Destroy_Args* args) {
   CalrtDevice* device = args->device;
   {
     const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", device);
+    record_ins(call, *args);
     if (devices_.count(device) != 0) {
       // The leak check reports and never refuses: the device is closed either way.
       std::vector<std::string> kvs, buffers, calbins;
@@ -775,46 +905,23 @@ CalrtError* LayerImpl::Device_Destroy(Calrt_Device_Destroy_Args* args) {
   return finish(call, error);
 }
 
-CalrtError* LayerImpl::Device_Status(Calrt_Device_Status_Args* args) {
-  VALIDATE_BEGIN(Device_Status, CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", args->device);
-  }
-  CalrtError* error = adopt(inner_->Device_Status(args));
-  if (error == nullptr) {
-    call.out = {{"state", raw_enum(args->state)},          {"chip_count", args->chip_count},
-                {"parallel_mode", args->parallel_mode},    {"error_count", args->error_count},
-                {"reset_count", args->reset_count},        {"device_time_ns", args->device_time_ns},
-                {"last_error", raw_enum(args->last_error)}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Device_Status(Calrt_Device_Status_Args* args) { return pass_through(args); }
 
 CalrtError* LayerImpl::Device_ChipStatus(Calrt_Device_ChipStatus_Args* args) {
-  VALIDATE_BEGIN(Device_ChipStatus, CALRT_DEVICE_CHIPSTATUS_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", args->device);
-  }
-  call.in["chip"] = args->chip;
-  CalrtError* error = adopt(inner_->Device_ChipStatus(args));
-  if (error == nullptr) {
-    call.out = {{"health", raw_enum(args->health)},
-                {"dram_used_bytes", args->dram_used_bytes},
-                {"busy_time_ns", args->busy_time_ns}};
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
 
 CalrtError* LayerImpl::Device_Reset(Calrt_Device_Reset_Args* args) {
   VALIDATE_BEGIN(Device_Reset, CALRT_DEVICE_RESET_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", args->device);
+    record_ins(call, *args);
   }
-  call.in["level"] = raw_enum(args->level);
-  call.in["timeout_ns"] = args->timeout_ns;
   CalrtError* error = adopt(inner_->Device_Reset(args));
   if (error == nullptr) {
-    call.out["state"] = raw_enum(args->state);
+    {
+      const std::lock_guard lock(mutex_);
+      record_outs(call, *args);
+    }
     // Jobs in flight were cancelled (or had completed just before): ask which.
     std::vector<CalrtJob*> in_flight;
     {
@@ -849,12 +956,7 @@ CalrtError* LayerImpl::Device_Reset(Calrt_Device_Reset_Args* args) {
 }
 
 CalrtError* LayerImpl::Device_SetParallelMode(Calrt_Device_SetParallelMode_Args* args) {
-  VALIDATE_BEGIN(Device_SetParallelMode, CALRT_DEVICE_SETPARALLELMODE_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", args->device);
-  }
-  call.in["enable"] = args->enable;
-  return finish(call, adopt(inner_->Device_SetParallelMode(args)));
+  return pass_through(args);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -863,15 +965,13 @@ CalrtError* LayerImpl::Device_SetParallelMode(Calrt_Device_SetParallelMode_Args*
 CalrtError* LayerImpl::Calbin_Create(Calrt_Calbin_Create_Args* args) {
   VALIDATE_BEGIN(Calbin_Create, CALRT_CALBIN_CREATE_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["device"] = VALIDATE_ID("device", args->device);
+    record_ins(call, *args);
   }
-  call.in["path"] = args->path != nullptr ? json(args->path) : json(nullptr);
-  call.in["timeout_ns"] = args->timeout_ns;
   CalrtError* error = adopt(inner_->Calbin_Create(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
     calbins_[args->calbin] = CalbinState{args->device, std::nullopt, {}};
-    call.out["calbin"] = ids_.create("calbin", args->calbin);
+    record_outs(call, *args);
   }
   return finish(call, error);
 }
@@ -879,7 +979,7 @@ CalrtError* LayerImpl::Calbin_Create(Calrt_Calbin_Create_Args* args) {
 CalrtError* LayerImpl::Calbin_Destroy(Calrt_Calbin_Destroy_Args* args) {
   VALIDATE_BEGIN(Calbin_Destroy, CALRT_CALBIN_DESTROY_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
+    record_ins(call, *args);
     drop_host_views(
         [&](CalrtBuffer*, const BufferState& buffer) { return buffer.calbin == args->calbin; });
   }
@@ -894,76 +994,21 @@ CalrtError* LayerImpl::Calbin_Destroy(Calrt_Calbin_Destroy_Args* args) {
 }
 
 CalrtError* LayerImpl::Calbin_GetInfo(Calrt_Calbin_GetInfo_Args* args) {
-  VALIDATE_BEGIN(Calbin_GetInfo, CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  CalrtError* error = adopt(inner_->Calbin_GetInfo(args));
-  if (error == nullptr) {
-    call.out = {{"model_count", args->model_count},
-                {"context", args->context},
-                {"prefill_chunk", args->prefill_chunk},
-                {"configured", args->configured}};
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
 
 CalrtError* LayerImpl::Calbin_GetModel(Calrt_Calbin_GetModel_Args* args) {
-  VALIDATE_BEGIN(Calbin_GetModel, CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  call.in["model_index"] = args->model_index;
-  CalrtError* error = adopt(inner_->Calbin_GetModel(args));
-  if (error == nullptr) {
-    call.out = {{"name", args->name != nullptr ? args->name : ""},
-                {"type", raw_enum(args->type)},
-                {"csr_count", args->csr_count}};
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
 
 CalrtError* LayerImpl::Calbin_GetTensor(Calrt_Calbin_GetTensor_Args* args) {
-  VALIDATE_BEGIN(Calbin_GetTensor, CALRT_CALBIN_GETTENSOR_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  call.in["model_name"] = args->model_name != nullptr ? json(args->model_name) : json(nullptr);
-  call.in["direction"] = raw_enum(args->direction);
-  call.in["index"] = args->index;
-  CalrtError* error = adopt(inner_->Calbin_GetTensor(args));
-  if (error == nullptr) {
-    call.out = {{"name", args->name != nullptr ? args->name : ""},
-                {"size_bytes", args->size_bytes}};
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
 
-CalrtError* LayerImpl::Calbin_GetCsr(Calrt_Calbin_GetCsr_Args* args) {
-  VALIDATE_BEGIN(Calbin_GetCsr, CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  call.in["model_name"] = args->model_name != nullptr ? json(args->model_name) : json(nullptr);
-  call.in["index"] = args->index;
-  CalrtError* error = adopt(inner_->Calbin_GetCsr(args));
-  if (error == nullptr) {
-    call.out = {{"name", args->name != nullptr ? args->name : ""}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Calbin_GetCsr(Calrt_Calbin_GetCsr_Args* args) { return pass_through(args); }
 
 CalrtError* LayerImpl::Calbin_Configure(Calrt_Calbin_Configure_Args* args) {
-  VALIDATE_BEGIN(Calbin_Configure, CALRT_CALBIN_CONFIGURE_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  call.in["timeout_ns"] = args->timeout_ns;
-  CalrtError* error = adopt(inner_->Calbin_Configure(args));
-  if (error == nullptr) {
-    call.out = {{"configure_time_ns", args->configure_time_ns}, {"chip_count", args->chip_count}};
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -972,11 +1017,8 @@ CalrtError* LayerImpl::Calbin_Configure(Calrt_Calbin_Configure_Args* args) {
 CalrtError* LayerImpl::Buffer_Create(Calrt_Buffer_Create_Args* args) {
   VALIDATE_BEGIN(Buffer_Create, CALRT_BUFFER_CREATE_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
+    record_ins(call, *args);
   }
-  call.in["model_name"] = args->model_name != nullptr ? json(args->model_name) : json(nullptr);
-  call.in["direction"] = raw_enum(args->direction);
-  call.in["slot"] = args->slot;
   CalrtError* error = adopt(inner_->Buffer_Create(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
@@ -985,7 +1027,7 @@ CalrtError* LayerImpl::Buffer_Create(Calrt_Buffer_Create_Args* args) {
     state.model = args->model_name != nullptr ? args->model_name : "";
     state.input = raw_enum(args->direction) == CALRT_INPUT;
     buffers_[args->buffer] = std::move(state);
-    call.out["buffer"] = ids_.create("buffer", args->buffer);
+    record_outs(call, *args);
   }
   return finish(call, error);
 }
@@ -993,7 +1035,7 @@ CalrtError* LayerImpl::Buffer_Create(Calrt_Buffer_Create_Args* args) {
 CalrtError* LayerImpl::Buffer_Destroy(Calrt_Buffer_Destroy_Args* args) {
   VALIDATE_BEGIN(Buffer_Destroy, CALRT_BUFFER_DESTROY_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
+    record_ins(call, *args);
     drop_host_views(
         [&](CalrtBuffer* buffer, const BufferState&) { return buffer == args->buffer; });
   }
@@ -1009,9 +1051,7 @@ CalrtError* LayerImpl::Buffer_Destroy(Calrt_Buffer_Destroy_Args* args) {
 CalrtError* LayerImpl::Buffer_Map(Calrt_Buffer_Map_Args* args) {
   VALIDATE_BEGIN(Buffer_Map, CALRT_BUFFER_MAP_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
-    call.in["tensor_index"] = args->tensor_index;
-    call.in["timeout_ns"] = args->timeout_ns;
+    record_ins(call, *args);
     auto it = buffers_.find(args->buffer);
     if (it != buffers_.end() && it->second.owner != nullptr) {
       if (CalrtError* refused =
@@ -1026,8 +1066,8 @@ CalrtError* LayerImpl::Buffer_Map(Calrt_Buffer_Map_Args* args) {
   }
   CalrtError* error = adopt(inner_->Buffer_Map(args));
   if (error == nullptr) {
-    call.out["size_bytes"] = args->size_bytes;
     const std::lock_guard lock(mutex_);
+    record_outs(call, *args);
     if (auto it = buffers_.find(args->buffer); it != buffers_.end()) {
       it->second.mapped[args->tensor_index] =
           Mapping{static_cast<unsigned char*>(args->data), args->size_bytes};
@@ -1042,8 +1082,7 @@ CalrtError* LayerImpl::Buffer_Unmap(Calrt_Buffer_Unmap_Args* args) {
   std::optional<Mapping> mapping;
   {
     const std::lock_guard lock(mutex_);
-    call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
-    call.in["tensor_index"] = args->tensor_index;
+    record_ins(call, *args);
     auto it = buffers_.find(args->buffer);
     if (it != buffers_.end()) {
       if (auto m = it->second.mapped.find(args->tensor_index); m != it->second.mapped.end()) {
@@ -1074,9 +1113,7 @@ CalrtError* LayerImpl::Buffer_Unmap(Calrt_Buffer_Unmap_Args* args) {
 CalrtError* LayerImpl::Buffer_SetCsr(Calrt_Buffer_SetCsr_Args* args) {
   VALIDATE_BEGIN(Buffer_SetCsr, CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
-    call.in["csr_index"] = args->csr_index;
-    call.in["value"] = args->value;
+    record_ins(call, *args);
     auto it = buffers_.find(args->buffer);
     if (it != buffers_.end() && it->second.owner != nullptr) {
       if (CalrtError* refused =
@@ -1099,18 +1136,7 @@ CalrtError* LayerImpl::Buffer_SetCsr(Calrt_Buffer_SetCsr_Args* args) {
   return finish(call, error);
 }
 
-CalrtError* LayerImpl::Buffer_GetCsr(Calrt_Buffer_GetCsr_Args* args) {
-  VALIDATE_BEGIN(Buffer_GetCsr, CALRT_BUFFER_GETCSR_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["buffer"] = VALIDATE_ID("buffer", args->buffer);
-  }
-  call.in["csr_index"] = args->csr_index;
-  CalrtError* error = adopt(inner_->Buffer_GetCsr(args));
-  if (error == nullptr) {
-    call.out["value"] = args->value;
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Buffer_GetCsr(Calrt_Buffer_GetCsr_Args* args) { return pass_through(args); }
 
 // ---------------------------------------------------------------------------------------
 // Jobs.
@@ -1125,10 +1151,7 @@ CalrtError* LayerImpl::Job_Submit(Calrt_Job_Submit_Args* args) {
   CalrtKv* kv = nullptr;
   {
     const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-    call.in["model_name"] = args->model_name != nullptr ? json(model) : json(nullptr);
-    call.in["input"] = VALIDATE_ID("buffer", args->input);
-    call.in["output"] = VALIDATE_ID("buffer", args->output);
+    record_ins(call, *args);
     auto in = buffers_.find(args->input);
     if (in != buffers_.end() && in->second.input && in->second.kv != nullptr && csrs.past &&
         csrs.cur && !csrs.batch_rows) {
@@ -1171,45 +1194,50 @@ CalrtError* LayerImpl::Job_Submit(Calrt_Job_Submit_Args* args) {
   CalrtError* error = adopt(inner_->Job_Submit(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
-    call.out["job"] = ids_.create("job", args->job);
-    JobState job;
-    job.calbin = args->calbin;
-    job.input = args->input;
-    job.output = args->output;
-    job.kv = kv;
-    job.in_flight = true;
-    job.seq_end = seq_end;
-    for (CalrtBuffer* buffer : {args->input, args->output}) {
-      if (auto b = buffers_.find(buffer); b != buffers_.end()) {
-        b->second.owner = args->job;
-        // Only input tensors: the device writes the outputs itself.
-        if (b->second.input) {
-          for (const auto& [tensor, mapping] : b->second.stale) {
-            job.snapshots.push_back(
-                Snapshot{buffer, tensor, mapping,
-                         std::vector<unsigned char>(mapping.data, mapping.data + mapping.size)});
-          }
+    record_outs(call, *args);
+    job_submitted(*args, kv, seq_end);
+  }
+  return finish(call, error);
+}
+
+// Called with mutex_ held.
+void LayerImpl::job_submitted(const Calrt_Job_Submit_Args& args, CalrtKv* kv,
+                              std::optional<uint64_t> seq_end) {
+  JobState job;
+  job.calbin = args.calbin;
+  job.input = args.input;
+  job.output = args.output;
+  job.kv = kv;
+  job.in_flight = true;
+  job.seq_end = seq_end;
+  for (CalrtBuffer* buffer : {args.input, args.output}) {
+    if (auto b = buffers_.find(buffer); b != buffers_.end()) {
+      b->second.owner = args.job;
+      // Only input tensors: the device writes the outputs itself.
+      if (b->second.input) {
+        for (const auto& [tensor, mapping] : b->second.stale) {
+          job.snapshots.push_back(
+              Snapshot{buffer, tensor, mapping,
+                       std::vector<unsigned char>(mapping.data, mapping.data + mapping.size)});
         }
       }
     }
-    if (auto k = kvs_.find(kv); k != kvs_.end()) {
-      k->second.user = args->job;
-    }
-    jobs_[args->job] = std::move(job);
   }
-  return finish(call, error);
+  if (auto k = kvs_.find(kv); k != kvs_.end()) {
+    k->second.user = args.job;
+  }
+  jobs_[args.job] = std::move(job);
 }
 
 CalrtError* LayerImpl::Job_Wait(Calrt_Job_Wait_Args* args) {
   VALIDATE_BEGIN(Job_Wait, CALRT_JOB_WAIT_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["job"] = VALIDATE_ID("job", args->job);
+    record_ins(call, *args);
   }
-  call.in["timeout_ns"] = args->timeout_ns;
   CalrtError* error = adopt(inner_->Job_Wait(args));
   const std::lock_guard lock(mutex_);
   if (error == nullptr) {
-    call.out = {{"result", raw_enum(args->result)}, {"state", raw_enum(args->state)}};
+    record_outs(call, *args);
     if (args->result == CALRT_WAIT_READY) {
       job_final(call, args->job, args->state == CALRT_JOB_COMPLETED);
     }
@@ -1223,15 +1251,12 @@ CalrtError* LayerImpl::Job_Status(Calrt_Job_Status_Args* args) {
   // The struct that ends at end_time_ns (before the profiling fields) is still valid.
   VALIDATE_BEGIN(Job_Status, CALRT_STRUCT_SIZE(Calrt_Job_Status_Args, end_time_ns)) {
     const std::lock_guard lock(mutex_);
-    call.in["job"] = VALIDATE_ID("job", args->job);
+    record_ins(call, *args);
   }
   CalrtError* error = adopt(inner_->Job_Status(args));
   if (error == nullptr) {
-    call.out = {{"state", raw_enum(args->state)},
-                {"code", static_cast<uint32_t>(args->code)},
-                {"message", args->message != nullptr ? args->message : ""},
-                {"end_time_ns", args->end_time_ns}};
     const std::lock_guard lock(mutex_);
+    record_outs(call, *args);
     if (calrt_job_state_final(args->state)) {
       job_final(call, args->job, args->state == CALRT_JOB_COMPLETED);
     }
@@ -1242,7 +1267,7 @@ CalrtError* LayerImpl::Job_Status(Calrt_Job_Status_Args* args) {
 CalrtError* LayerImpl::Job_Cancel(Calrt_Job_Cancel_Args* args) {
   VALIDATE_BEGIN(Job_Cancel, CALRT_JOB_CANCEL_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["job"] = VALIDATE_ID("job", args->job);
+    record_ins(call, *args);
   }
   CalrtError* error = adopt(inner_->Job_Cancel(args));
   if (error == nullptr) {
@@ -1259,7 +1284,7 @@ CalrtError* LayerImpl::Job_Destroy(Calrt_Job_Destroy_Args* args) {
   bool tracked = false;
   {
     const std::lock_guard lock(mutex_);
-    call.in["job"] = VALIDATE_ID("job", args->job);
+    record_ins(call, *args);
     auto it = jobs_.find(args->job);
     tracked = it != jobs_.end() && it->second.in_flight;
   }
@@ -1280,15 +1305,14 @@ CalrtError* LayerImpl::Job_Destroy(Calrt_Job_Destroy_Args* args) {
 CalrtError* LayerImpl::Kv_Allocate(Calrt_Kv_Allocate_Args* args) {
   VALIDATE_BEGIN(Kv_Allocate, CALRT_KV_ALLOCATE_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
+    record_ins(call, *args);
   }
-  call.in["capacity_tokens"] = args->capacity_tokens;
   CalrtError* error = adopt(inner_->Kv_Allocate(args));
   if (error == nullptr) {
     const std::lock_guard lock(mutex_);
     kvs_[args->kv] = KvState{args->calbin, args->capacity_tokens, 0, nullptr};
     freed_kvs_.erase(args->kv);
-    call.out["kv"] = ids_.create("kv", args->kv);
+    record_outs(call, *args);
   }
   return finish(call, error);
 }
@@ -1299,9 +1323,7 @@ CalrtError* LayerImpl::Kv_Apply(Calrt_Kv_Apply_Args* args) {
       args != nullptr && args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
   VALIDATE_BEGIN(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE_0_7) {
     const std::lock_guard lock(mutex_);
-    call.in["kv"] = VALIDATE_ID("kv", args->kv);
-    call.in["input"] = VALIDATE_ID("buffer", args->input);
-    call.in["row"] = row;
+    record_ins(call, *args);
     CalrtError* refused = nullptr;
     const std::string kv_name = ids_.name("kv", args->kv);
     const std::string buffer_name = ids_.name("buffer", args->input);
@@ -1339,7 +1361,7 @@ CalrtError* LayerImpl::Kv_Apply(Calrt_Kv_Apply_Args* args) {
 CalrtError* LayerImpl::Kv_Free(Calrt_Kv_Free_Args* args) {
   VALIDATE_BEGIN(Kv_Free, CALRT_KV_FREE_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["kv"] = VALIDATE_ID("kv", args->kv);
+    record_ins(call, *args);
     const std::string kv_name = ids_.name("kv", args->kv);
     CalrtError* refused = nullptr;
     auto k = kvs_.find(args->kv);
@@ -1377,7 +1399,7 @@ CalrtError* LayerImpl::Kv_Free(Calrt_Kv_Free_Args* args) {
 CalrtError* LayerImpl::Kv_Clear(Calrt_Kv_Clear_Args* args) {
   VALIDATE_BEGIN(Kv_Clear, CALRT_KV_CLEAR_ARGS_STRUCT_SIZE) {
     const std::lock_guard lock(mutex_);
-    call.in["kv"] = VALIDATE_ID("kv", args->kv);
+    record_ins(call, *args);
     auto k = kvs_.find(args->kv);
     if (k != kvs_.end() && k->second.user != nullptr) {
       if (CalrtError* refused =
@@ -1399,116 +1421,38 @@ CalrtError* LayerImpl::Kv_Clear(Calrt_Kv_Clear_Args* args) {
   return finish(call, error);
 }
 
-CalrtError* LayerImpl::Kv_Info(Calrt_Kv_Info_Args* args) {
-  VALIDATE_BEGIN(Kv_Info, CALRT_KV_INFO_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["kv"] = VALIDATE_ID("kv", args->kv);
-  }
-  CalrtError* error = adopt(inner_->Kv_Info(args));
-  if (error == nullptr) {
-    call.out = {{"capacity_tokens", args->capacity_tokens}, {"filled_tokens", args->filled_tokens}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Kv_Info(Calrt_Kv_Info_Args* args) { return pass_through(args); }
 
-CalrtError* LayerImpl::Kv_Capacity(Calrt_Kv_Capacity_Args* args) {
-  VALIDATE_BEGIN(Kv_Capacity, CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE) {
-    const std::lock_guard lock(mutex_);
-    call.in["calbin"] = VALIDATE_ID("calbin", args->calbin);
-  }
-  CalrtError* error = adopt(inner_->Kv_Capacity(args));
-  if (error == nullptr) {
-    call.out = {{"total_tokens", args->total_tokens},
-                {"free_tokens", args->free_tokens},
-                {"live_handles", args->live_handles}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Kv_Capacity(Calrt_Kv_Capacity_Args* args) { return pass_through(args); }
 
 // ---------------------------------------------------------------------------------------
 // Extensions: forwarded, errors adopted, calls recorded (a replay re-applies fault plans and
 // host time).
 // ---------------------------------------------------------------------------------------
-#define VALIDATE_EXT_BEGIN(ext, Name, SIZE)                                \
-  Call call = begin(#Name, args != nullptr ? args->struct_size : 0, SIZE); \
-  if (!covers(args, SIZE)) {                                               \
-    return finish(call, adopt(inner_##ext##_->Name(args)));                \
-  }                                                                        \
-  {                                                                        \
-    const std::lock_guard lock(mutex_);                                    \
-    call.in["device"] = VALIDATE_ID("device", args->device);               \
-  }
-
-CalrtError* LayerImpl::Clock_Get(Calrt_Clock_Get_Args* args) {
-  VALIDATE_EXT_BEGIN(clock, Clock_Get, CALRT_CLOCK_GET_ARGS_STRUCT_SIZE)
-  CalrtError* error = adopt(inner_clock_->Clock_Get(args));
-  if (error == nullptr) {
-    call.out = {{"mode", raw_enum(args->mode)}, {"device_time_ns", args->device_time_ns}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Clock_Get(Calrt_Clock_Get_Args* args) { return pass_through(args); }
 
 CalrtError* LayerImpl::Clock_HostSpend(Calrt_Clock_HostSpend_Args* args) {
-  VALIDATE_EXT_BEGIN(clock, Clock_HostSpend, CALRT_CLOCK_HOST_SPEND_ARGS_STRUCT_SIZE)
-  call.in["duration_ns"] = args->duration_ns;
-  return finish(call, adopt(inner_clock_->Clock_HostSpend(args)));
+  return pass_through(args);
 }
 
-CalrtError* LayerImpl::Trace_Enable(Calrt_Trace_Enable_Args* args) {
-  VALIDATE_EXT_BEGIN(trace, Trace_Enable, CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE)
-  call.in["enable"] = args->enable;
-  call.in["capacity_events"] = args->capacity_events;
-  return finish(call, adopt(inner_trace_->Trace_Enable(args)));
-}
+CalrtError* LayerImpl::Trace_Enable(Calrt_Trace_Enable_Args* args) { return pass_through(args); }
 
-CalrtError* LayerImpl::Trace_Read(Calrt_Trace_Read_Args* args) {
-  VALIDATE_EXT_BEGIN(trace, Trace_Read, CALRT_TRACE_READ_ARGS_STRUCT_SIZE)
-  call.in["capacity"] = args->capacity;
-  call.in["event_struct_size"] = args->event_struct_size;
-  CalrtError* error = adopt(inner_trace_->Trace_Read(args));
-  if (error == nullptr) {
-    call.out = {{"count", args->count}, {"dropped", args->dropped}};
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Trace_Read(Calrt_Trace_Read_Args* args) { return pass_through(args); }
 
-CalrtError* LayerImpl::Fault_SetPlan(Calrt_Fault_SetPlan_Args* args) {
-  VALIDATE_EXT_BEGIN(fault, Fault_SetPlan, CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE)
-  call.in["plan"] =
-      args->plan != nullptr ? json(std::string(args->plan, args->plan_size)) : json(nullptr);
-  call.in["plan_size"] = args->plan_size;
-  return finish(call, adopt(inner_fault_->Fault_SetPlan(args)));
-}
+CalrtError* LayerImpl::Fault_SetPlan(Calrt_Fault_SetPlan_Args* args) { return pass_through(args); }
 
-CalrtError* LayerImpl::Fault_GetHits(Calrt_Fault_GetHits_Args* args) {
-  VALIDATE_EXT_BEGIN(fault, Fault_GetHits, CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE)
-  call.in["capacity"] = args->capacity;
-  call.in["hit_struct_size"] = args->hit_struct_size;
-  CalrtError* error = adopt(inner_fault_->Fault_GetHits(args));
-  if (error == nullptr) {
-    call.out["count"] = args->count;
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Fault_GetHits(Calrt_Fault_GetHits_Args* args) { return pass_through(args); }
 
-CalrtError* LayerImpl::Diag_Report(Calrt_Diag_Report_Args* args) {
-  VALIDATE_EXT_BEGIN(diag, Diag_Report, CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE)
-  call.in["capacity"] = args->capacity;
-  CalrtError* error = adopt(inner_diag_->Diag_Report(args));
-  if (error == nullptr) {
-    call.out["size"] = args->size;
-  }
-  return finish(call, error);
-}
+CalrtError* LayerImpl::Diag_Report(Calrt_Diag_Report_Args* args) { return pass_through(args); }
 
 CalrtError* LayerImpl::Diag_StateHash(Calrt_Diag_StateHash_Args* args) {
-  VALIDATE_EXT_BEGIN(diag, Diag_StateHash, CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE)
-  CalrtError* error = adopt(inner_diag_->Diag_StateHash(args));
-  if (error == nullptr) {
-    call.out["hash"] = args->hash;
-  }
-  return finish(call, error);
+  return pass_through(args);
 }
+
+#undef VALIDATE_BEGIN
+#undef VALIDATE_FOR_EACH_EXT_ENTRY
+#undef VALIDATE_FOR_EACH_ENTRY
+#undef VALIDATE_HAS
 
 }  // namespace
 

@@ -6,15 +6,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <span>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "abi/call_table.hpp"
 #include "abi/calrt_ext.h"
 #include "abi/calrt_loader.hpp"
 #include "abi/validate/codec.hpp"
@@ -274,225 +278,156 @@ class Replayer {
   }
 
   // --- the calls --------------------------------------------------------------------------
-  template <class Fn>
-  Fn* entry(Fn* CalrtApi::*field, size_t offset, const Line& line) const {
-    if (offset + sizeof(Fn*) > table_.struct_size || table_.*field == nullptr) {
-      bad(line.number, "call", line.call + " is not implemented by the replay runtime");
+  // Each call is decoded field by field as the call table lists them; what a call needs
+  // beyond its fields is a hook below: before() and after() it runs, decode_memory() for a
+  // pointer into the caller's memory.
+
+  // What the args of one call point into while it runs.
+  struct Scratch {
+    std::deque<std::string> strings;
+    std::vector<unsigned char> room;
+  };
+
+  template <class Table>
+  const Table* table_of() const {
+    if constexpr (std::is_same_v<Table, CalrtApi>) {
+      return &table_;
+    } else if constexpr (std::is_same_v<Table, CalrtClockExtension>) {
+      return clock_;
+    } else if constexpr (std::is_same_v<Table, CalrtTraceExtension>) {
+      return trace_;
+    } else if constexpr (std::is_same_v<Table, CalrtFaultExtension>) {
+      return fault_;
+    } else {
+      static_assert(std::is_same_v<Table, CalrtDiagExtension>, "an extension replay knows");
+      return diag_;
     }
-    return table_.*field;
   }
-#define REPLAY_ENTRY(Name) entry(&CalrtApi::Name, offsetof(CalrtApi, Name), line)
-#define REPLAY_ARGS(Name, SIZE) auto a = args<Calrt_##Name##_Args>(line, SIZE)
+
+  // The replay runtime's entry of Args, or a bad recording when it lacks it.
+  template <class Args>
+  auto* entry(const Line& line) const {
+    using Info = calrt::calls::CallInfo<Args>;
+    using Table = typename Info::Table;
+    if constexpr (std::is_same_v<Table, CalrtApi>) {
+      const auto* field = &(table_.*Info::entry);
+      const auto offset = static_cast<size_t>(reinterpret_cast<const char*>(field) -
+                                              reinterpret_cast<const char*>(&table_));
+      if (offset + sizeof(*field) > table_.struct_size || *field == nullptr) {
+        bad(line.number, "call", line.call + " is not implemented by the replay runtime");
+      }
+      return *field;
+    } else {
+      const Table* ext = table_of<Table>();
+      if (ext == nullptr) {
+        bad(line.number, "call", line.call + " needs an extension the replay runtime lacks");
+      }
+      return ext->*Info::entry;
+    }
+  }
+
+  template <class Args>
+  void decode_ins(const Line& line, Args& a, Scratch& scratch) const {
+    using calrt::calls::Dir;
+    using calrt::calls::Kind;
+    calrt::calls::for_each_field<Args>([&](const auto& field) {
+      using F = std::remove_cvref_t<decltype(field)>;
+      using T = typename F::Type;
+      if constexpr (F::dir == Dir::in) {
+        T& value = F::get(a);
+        if constexpr (F::kind == Kind::handle) {
+          value = handle<std::remove_pointer_t<T>>(line, field.name);
+        } else if constexpr (F::kind == Kind::enumeration) {
+          const int raw = enum_value(line, field.name);
+          std::memcpy(&value, &raw, sizeof raw);
+        } else if constexpr (F::kind == Kind::integer) {
+          if (!line.in.contains(field.name) && recorded_later(line.call, field.name)) {
+            value = 0;
+          } else if constexpr (sizeof(T) <= sizeof(uint32_t)) {
+            value = u32(line, field.name);
+          } else {
+            value = u64(line, field.name);
+          }
+        } else if constexpr (F::kind == Kind::string) {
+          const auto recorded = text(line, field.name);
+          value = recorded ? scratch.strings.emplace_back(*recorded).c_str() : nullptr;
+        } else if constexpr (F::kind == Kind::memory) {
+          decode_memory(line, a, scratch);
+        }
+      }
+    });
+  }
+
+  // An in field the layer began to record later than the call: a recording made before
+  // lacks it, and it means 0 there.
+  static bool recorded_later(const std::string& call, std::string_view field) {
+    return call == "Kv_Apply" && field == "row";
+  }
+
+  // The out fields a replay compares: what any runtime must reproduce from the same calls
+  // (a version string, a timestamp or a device address need not match).
+  static bool compared(const std::string& call, std::string_view field) {
+    static const std::set<std::pair<std::string_view, std::string_view>> kCompared = {
+        {"Buffer_Map", "size_bytes"},   {"Buffer_GetCsr", "value"},   {"Job_Wait", "result"},
+        {"Job_Wait", "state"},          {"Job_Status", "state"},      {"Job_Status", "code"},
+        {"Kv_Info", "capacity_tokens"}, {"Kv_Info", "filled_tokens"}, {"Trace_Read", "count"}};
+    return kCompared.count({call, field}) != 0;
+  }
+
+  template <class Args>
+  void check_outs(const Line& line, const Args& a) {
+    using calrt::calls::Dir;
+    using calrt::calls::Kind;
+    calrt::calls::for_each_field<Args>([&](const auto& field) {
+      using F = std::remove_cvref_t<decltype(field)>;
+      using T = typename F::Type;
+      if constexpr (F::dir == Dir::out && F::kind == Kind::handle) {
+        created(line, field.name, F::get(a));
+      } else if constexpr (F::dir == Dir::out && F::kind == Kind::enumeration) {
+        if (compared(line.call, field.name)) {
+          int raw = 0;
+          std::memcpy(&raw, &F::get(a), sizeof raw);
+          if constexpr (std::is_same_v<T, CalrtJobState>) {
+            compare(line, field.name, job_state_name(raw), &job_state_name);
+          } else {
+            compare(line, field.name, std::to_string(raw));
+          }
+        }
+      } else if constexpr (F::dir == Dir::out && F::kind == Kind::integer) {
+        if (compared(line.call, field.name)) {
+          compare(line, field.name, std::to_string(F::get(a)));
+        }
+      }
+    });
+  }
+
+  template <class Args>
+  void replay_call(const Line& line) {
+    using Info = calrt::calls::CallInfo<Args>;
+    auto a = args<Args>(line, Info::struct_size);
+    Scratch scratch;
+    decode_ins(line, a, scratch);
+    before(line, a);
+    auto* call = entry<Args>(line);
+    if (result(line, call(&a))) {
+      check_outs(line, a);
+      after(line, a);
+    }
+  }
 
   void replay(const Line& line) {
-    const std::string& c = line.call;
-    if (c == "Device_Create") {
-      REPLAY_ARGS(Device_Create, CALRT_DEVICE_CREATE_ARGS_STRUCT_SIZE);
-      const int kind = enum_value(line, "kind");
-      std::memcpy(&a.kind, &kind, sizeof(kind));
-      a.index = u32(line, "index");
-      const auto config = text(line, "config");
-      a.config = config ? config->c_str() : nullptr;
-      a.timeout_ns = u64(line, "timeout_ns");
-      if (result(line, REPLAY_ENTRY(Device_Create)(&a))) {
-        created(line, "device", a.device);
-        live_devices_.insert(a.device);
-      }
-    } else if (c == "Device_Destroy") {
-      REPLAY_ARGS(Device_Destroy, CALRT_DEVICE_DESTROY_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      if (result(line, REPLAY_ENTRY(Device_Destroy)(&a))) {
-        live_devices_.erase(a.device);
-      }
-    } else if (c == "Device_Status") {
-      REPLAY_ARGS(Device_Status, CALRT_DEVICE_STATUS_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      result(line, REPLAY_ENTRY(Device_Status)(&a));
-    } else if (c == "Device_ChipStatus") {
-      REPLAY_ARGS(Device_ChipStatus, CALRT_DEVICE_CHIPSTATUS_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      a.chip = u32(line, "chip");
-      result(line, REPLAY_ENTRY(Device_ChipStatus)(&a));
-    } else if (c == "Device_Reset") {
-      REPLAY_ARGS(Device_Reset, CALRT_DEVICE_RESET_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      const int level = enum_value(line, "level");
-      std::memcpy(&a.level, &level, sizeof(level));
-      a.timeout_ns = u64(line, "timeout_ns");
-      result(line, REPLAY_ENTRY(Device_Reset)(&a));
-    } else if (c == "Device_SetParallelMode") {
-      REPLAY_ARGS(Device_SetParallelMode, CALRT_DEVICE_SETPARALLELMODE_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      a.enable = u32(line, "enable");
-      result(line, REPLAY_ENTRY(Device_SetParallelMode)(&a));
-    } else if (c == "Calbin_Create") {
-      REPLAY_ARGS(Calbin_Create, CALRT_CALBIN_CREATE_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      std::optional<std::string> path = text(line, "path");
-      if (calbin_ && path) {
-        path = calbin_->string();
-      }
-      a.path = path ? path->c_str() : nullptr;
-      a.timeout_ns = u64(line, "timeout_ns");
-      if (result(line, REPLAY_ENTRY(Calbin_Create)(&a))) {
-        created(line, "calbin", a.calbin);
-      }
-    } else if (c == "Calbin_Destroy") {
-      REPLAY_ARGS(Calbin_Destroy, CALRT_CALBIN_DESTROY_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      result(line, REPLAY_ENTRY(Calbin_Destroy)(&a));
-    } else if (c == "Calbin_GetInfo") {
-      REPLAY_ARGS(Calbin_GetInfo, CALRT_CALBIN_GETINFO_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      result(line, REPLAY_ENTRY(Calbin_GetInfo)(&a));
-    } else if (c == "Calbin_GetModel") {
-      REPLAY_ARGS(Calbin_GetModel, CALRT_CALBIN_GETMODEL_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      a.model_index = u32(line, "model_index");
-      result(line, REPLAY_ENTRY(Calbin_GetModel)(&a));
-    } else if (c == "Calbin_GetTensor") {
-      REPLAY_ARGS(Calbin_GetTensor, CALRT_CALBIN_GETTENSOR_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      const auto model = text(line, "model_name");
-      a.model_name = model ? model->c_str() : nullptr;
-      const int direction = enum_value(line, "direction");
-      std::memcpy(&a.direction, &direction, sizeof(direction));
-      a.index = u32(line, "index");
-      result(line, REPLAY_ENTRY(Calbin_GetTensor)(&a));
-    } else if (c == "Calbin_GetCsr") {
-      REPLAY_ARGS(Calbin_GetCsr, CALRT_CALBIN_GETCSR_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      const auto model = text(line, "model_name");
-      a.model_name = model ? model->c_str() : nullptr;
-      a.index = u32(line, "index");
-      result(line, REPLAY_ENTRY(Calbin_GetCsr)(&a));
-    } else if (c == "Calbin_Configure") {
-      REPLAY_ARGS(Calbin_Configure, CALRT_CALBIN_CONFIGURE_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      a.timeout_ns = u64(line, "timeout_ns");
-      result(line, REPLAY_ENTRY(Calbin_Configure)(&a));
-    } else if (c == "Buffer_Create") {
-      REPLAY_ARGS(Buffer_Create, CALRT_BUFFER_CREATE_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      const auto model = text(line, "model_name");
-      a.model_name = model ? model->c_str() : nullptr;
-      const int direction = enum_value(line, "direction");
-      std::memcpy(&a.direction, &direction, sizeof(direction));
-      a.slot = u32(line, "slot");
-      if (result(line, REPLAY_ENTRY(Buffer_Create)(&a))) {
-        created(line, "buffer", a.buffer);
-      }
-    } else if (c == "Buffer_Destroy") {
-      REPLAY_ARGS(Buffer_Destroy, CALRT_BUFFER_DESTROY_ARGS_STRUCT_SIZE);
-      a.buffer = handle<CalrtBuffer>(line, "buffer");
-      result(line, REPLAY_ENTRY(Buffer_Destroy)(&a));
-    } else if (c == "Buffer_Map") {
-      REPLAY_ARGS(Buffer_Map, CALRT_BUFFER_MAP_ARGS_STRUCT_SIZE);
-      a.buffer = handle<CalrtBuffer>(line, "buffer");
-      a.tensor_index = u32(line, "tensor_index");
-      a.timeout_ns = u64(line, "timeout_ns");
-      if (result(line, REPLAY_ENTRY(Buffer_Map)(&a))) {
-        mappings_[{a.buffer, a.tensor_index}] = {static_cast<unsigned char*>(a.data), a.size_bytes};
-        compare(line, "size_bytes", std::to_string(a.size_bytes));
-      }
-    } else if (c == "Buffer_Unmap") {
-      REPLAY_ARGS(Buffer_Unmap, CALRT_BUFFER_UNMAP_ARGS_STRUCT_SIZE);
-      a.buffer = handle<CalrtBuffer>(line, "buffer");
-      a.tensor_index = u32(line, "tensor_index");
-      unmap_data(line, a.buffer, a.tensor_index);
-      if (result(line, REPLAY_ENTRY(Buffer_Unmap)(&a))) {
-        mappings_.erase({a.buffer, a.tensor_index});
-      }
-    } else if (c == "Buffer_SetCsr") {
-      REPLAY_ARGS(Buffer_SetCsr, CALRT_BUFFER_SETCSR_ARGS_STRUCT_SIZE);
-      a.buffer = handle<CalrtBuffer>(line, "buffer");
-      a.csr_index = u32(line, "csr_index");
-      a.value = u64(line, "value");
-      result(line, REPLAY_ENTRY(Buffer_SetCsr)(&a));
-    } else if (c == "Buffer_GetCsr") {
-      REPLAY_ARGS(Buffer_GetCsr, CALRT_BUFFER_GETCSR_ARGS_STRUCT_SIZE);
-      a.buffer = handle<CalrtBuffer>(line, "buffer");
-      a.csr_index = u32(line, "csr_index");
-      if (result(line, REPLAY_ENTRY(Buffer_GetCsr)(&a))) {
-        compare(line, "value", std::to_string(a.value));
-      }
-    } else if (c == "Job_Submit") {
-      REPLAY_ARGS(Job_Submit, CALRT_JOB_SUBMIT_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      const auto model = text(line, "model_name");
-      a.model_name = model ? model->c_str() : nullptr;
-      a.input = handle<CalrtBuffer>(line, "input");
-      a.output = handle<CalrtBuffer>(line, "output");
-      if (result(line, REPLAY_ENTRY(Job_Submit)(&a))) {
-        created(line, "job", a.job);
-      }
-    } else if (c == "Job_Wait") {
-      REPLAY_ARGS(Job_Wait, CALRT_JOB_WAIT_ARGS_STRUCT_SIZE);
-      a.job = handle<CalrtJob>(line, "job");
-      a.timeout_ns = u64(line, "timeout_ns");
-      if (result(line, REPLAY_ENTRY(Job_Wait)(&a))) {
-        compare(line, "result", std::to_string(static_cast<int>(a.result)));
-        compare(line, "state", job_state_name(a.state), &job_state_name);
-      }
-    } else if (c == "Job_Status") {
-      REPLAY_ARGS(Job_Status, CALRT_JOB_STATUS_ARGS_STRUCT_SIZE);
-      a.job = handle<CalrtJob>(line, "job");
-      if (result(line, REPLAY_ENTRY(Job_Status)(&a))) {
-        compare(line, "state", job_state_name(a.state), &job_state_name);
-        compare(line, "code", std::to_string(static_cast<uint32_t>(a.code)));
-      }
-    } else if (c == "Job_Cancel") {
-      REPLAY_ARGS(Job_Cancel, CALRT_JOB_CANCEL_ARGS_STRUCT_SIZE);
-      a.job = handle<CalrtJob>(line, "job");
-      result(line, REPLAY_ENTRY(Job_Cancel)(&a));
-    } else if (c == "Job_Destroy") {
-      REPLAY_ARGS(Job_Destroy, CALRT_JOB_DESTROY_ARGS_STRUCT_SIZE);
-      a.job = handle<CalrtJob>(line, "job");
-      result(line, REPLAY_ENTRY(Job_Destroy)(&a));
-    } else if (c == "Kv_Allocate") {
-      REPLAY_ARGS(Kv_Allocate, CALRT_KV_ALLOCATE_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      a.capacity_tokens = u32(line, "capacity_tokens");
-      if (result(line, REPLAY_ENTRY(Kv_Allocate)(&a))) {
-        created(line, "kv", a.kv);
-      }
-    } else if (c == "Kv_Apply") {
-      REPLAY_ARGS(Kv_Apply, CALRT_KV_APPLY_ARGS_STRUCT_SIZE);
-      a.kv = handle<CalrtKv>(line, "kv");
-      a.input = handle<CalrtBuffer>(line, "input");
-      a.row = line.in.contains("row") ? u32(line, "row") : 0;  // recorded since ABI 0.8
-      result(line, REPLAY_ENTRY(Kv_Apply)(&a));
-    } else if (c == "Kv_Free") {
-      REPLAY_ARGS(Kv_Free, CALRT_KV_FREE_ARGS_STRUCT_SIZE);
-      a.kv = handle<CalrtKv>(line, "kv");
-      result(line, REPLAY_ENTRY(Kv_Free)(&a));
-    } else if (c == "Kv_Clear") {
-      REPLAY_ARGS(Kv_Clear, CALRT_KV_CLEAR_ARGS_STRUCT_SIZE);
-      a.kv = handle<CalrtKv>(line, "kv");
-      result(line, REPLAY_ENTRY(Kv_Clear)(&a));
-    } else if (c == "Kv_Info") {
-      REPLAY_ARGS(Kv_Info, CALRT_KV_INFO_ARGS_STRUCT_SIZE);
-      a.kv = handle<CalrtKv>(line, "kv");
-      if (result(line, REPLAY_ENTRY(Kv_Info)(&a))) {
-        compare(line, "capacity_tokens", std::to_string(a.capacity_tokens));
-        compare(line, "filled_tokens", std::to_string(a.filled_tokens));
-      }
-    } else if (c == "Kv_Capacity") {
-      REPLAY_ARGS(Kv_Capacity, CALRT_KV_CAPACITY_ARGS_STRUCT_SIZE);
-      a.calbin = handle<CalrtCalbin>(line, "calbin");
-      result(line, REPLAY_ENTRY(Kv_Capacity)(&a));
-    } else {
-      replay_extension(line);
-    }
+#define REPLAY_CALL(Group, Verb, snake)                      \
+  if (line.call == #Group "_" #Verb) {                       \
+    return replay_call<Calrt_##Group##_##Verb##_Args>(line); \
+  }
+    CALRT_CORE_CALLS(REPLAY_CALL)
+    CALRT_EXT_CALLS(REPLAY_CALL)
+#undef REPLAY_CALL
+    bad(line.number, "call", "unknown call '" + line.call + "'");
   }
 
-  template <class Ext>
-  const Ext& extension(const Ext* ext, const Line& line) const {
-    if (ext == nullptr) {
-      bad(line.number, "call", line.call + " needs an extension the replay runtime lacks");
-    }
-    return *ext;
-  }
+  // --- hooks ------------------------------------------------------------------------------
+  // The bytes of `count` elements of `element` bytes each, both recorded, within the bound.
   size_t bounded(const Line& line, const char* count, const char* element) const {
     const uint64_t n = u64(line, count);
     const uint64_t size = u64(line, element);
@@ -503,71 +438,57 @@ class Replayer {
     return static_cast<size_t>(n * size);
   }
 
-  void replay_extension(const Line& line) {
-    const std::string& c = line.call;
-    if (c == "Clock_Get") {
-      REPLAY_ARGS(Clock_Get, CALRT_CLOCK_GET_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      result(line, extension(clock_, line).Clock_Get(&a));
-    } else if (c == "Clock_HostSpend") {
-      REPLAY_ARGS(Clock_HostSpend, CALRT_CLOCK_HOST_SPEND_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      a.duration_ns = u64(line, "duration_ns");
-      result(line, extension(clock_, line).Clock_HostSpend(&a));
-    } else if (c == "Trace_Enable") {
-      REPLAY_ARGS(Trace_Enable, CALRT_TRACE_ENABLE_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      a.enable = u32(line, "enable");
-      a.capacity_events = u64(line, "capacity_events");
-      result(line, extension(trace_, line).Trace_Enable(&a));
-    } else if (c == "Trace_Read") {
-      REPLAY_ARGS(Trace_Read, CALRT_TRACE_READ_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      std::vector<unsigned char> room(bounded(line, "capacity", "event_struct_size"));
-      a.events = room.empty() ? nullptr : reinterpret_cast<CalrtTraceEvent*>(room.data());
-      a.event_struct_size = u64(line, "event_struct_size");
-      a.capacity = u64(line, "capacity");
-      if (result(line, extension(trace_, line).Trace_Read(&a))) {
-        compare(line, "count", std::to_string(a.count));
-      }
-    } else if (c == "Fault_SetPlan") {
-      REPLAY_ARGS(Fault_SetPlan, CALRT_FAULT_SET_PLAN_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      const auto plan = text(line, "plan");
-      a.plan = plan ? plan->c_str() : nullptr;
-      a.plan_size = u64(line, "plan_size");
-      if (plan && a.plan_size > plan->size()) {
-        bad(line.number, "in.plan_size", "larger than the recorded plan");
-      }
-      result(line, extension(fault_, line).Fault_SetPlan(&a));
-    } else if (c == "Fault_GetHits") {
-      REPLAY_ARGS(Fault_GetHits, CALRT_FAULT_GET_HITS_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      std::vector<unsigned char> room(bounded(line, "capacity", "hit_struct_size"));
-      a.hits = room.empty() ? nullptr : reinterpret_cast<CalrtFaultHit*>(room.data());
-      a.hit_struct_size = u64(line, "hit_struct_size");
-      a.capacity = u64(line, "capacity");
-      result(line, extension(fault_, line).Fault_GetHits(&a));
-    } else if (c == "Diag_Report") {
-      REPLAY_ARGS(Diag_Report, CALRT_DIAG_REPORT_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      a.capacity = static_cast<size_t>(u64(line, "capacity"));
-      if (a.capacity > kMaxReplayBuffer) {
-        bad(line.number, "in.capacity", "exceeds the replay's bound");
-      }
-      std::vector<char> room(a.capacity);
-      a.buffer = room.empty() ? nullptr : room.data();
-      result(line, extension(diag_, line).Diag_Report(&a));
-    } else if (c == "Diag_StateHash") {
-      REPLAY_ARGS(Diag_StateHash, CALRT_DIAG_STATE_HASH_ARGS_STRUCT_SIZE);
-      a.device = handle<CalrtDevice>(line, "device");
-      result(line, extension(diag_, line).Diag_StateHash(&a));
-    } else {
-      bad(line.number, "call", "unknown call '" + c + "'");
+  template <class Args>
+  void decode_memory(const Line&, Args&, Scratch&) const {}
+  void decode_memory(const Line& line, Calrt_Trace_Read_Args& a, Scratch& scratch) const {
+    scratch.room.resize(bounded(line, "capacity", "event_struct_size"));
+    a.events =
+        scratch.room.empty() ? nullptr : reinterpret_cast<CalrtTraceEvent*>(scratch.room.data());
+  }
+  void decode_memory(const Line& line, Calrt_Fault_GetHits_Args& a, Scratch& scratch) const {
+    scratch.room.resize(bounded(line, "capacity", "hit_struct_size"));
+    a.hits = scratch.room.empty() ? nullptr : reinterpret_cast<CalrtFaultHit*>(scratch.room.data());
+  }
+  void decode_memory(const Line& line, Calrt_Diag_Report_Args& a, Scratch& scratch) const {
+    const uint64_t capacity = u64(line, "capacity");
+    if (capacity > kMaxReplayBuffer) {
+      bad(line.number, "in.capacity", "exceeds the replay's bound");
+    }
+    scratch.room.resize(static_cast<size_t>(capacity));
+    a.buffer = scratch.room.empty() ? nullptr : reinterpret_cast<char*>(scratch.room.data());
+  }
+  void decode_memory(const Line& line, Calrt_Fault_SetPlan_Args& a, Scratch& scratch) const {
+    const auto plan = text(line, "plan");
+    a.plan = plan ? scratch.strings.emplace_back(*plan).c_str() : nullptr;
+  }
+
+  template <class Args>
+  void before(const Line&, Args&) {}
+  void before(const Line&, Calrt_Calbin_Create_Args& a) {
+    if (calbin_ && a.path != nullptr) {
+      calbin_path_ = calbin_->string();
+      a.path = calbin_path_.c_str();
     }
   }
-#undef REPLAY_ENTRY
-#undef REPLAY_ARGS
+  void before(const Line& line, Calrt_Buffer_Unmap_Args& a) {
+    unmap_data(line, a.buffer, a.tensor_index);
+  }
+  void before(const Line& line, Calrt_Fault_SetPlan_Args& a) {
+    if (a.plan != nullptr && a.plan_size > text(line, "plan")->size()) {
+      bad(line.number, "in.plan_size", "larger than the recorded plan");
+    }
+  }
+
+  template <class Args>
+  void after(const Line&, const Args&) {}
+  void after(const Line&, const Calrt_Device_Create_Args& a) { live_devices_.insert(a.device); }
+  void after(const Line&, const Calrt_Device_Destroy_Args& a) { live_devices_.erase(a.device); }
+  void after(const Line&, const Calrt_Buffer_Map_Args& a) {
+    mappings_[{a.buffer, a.tensor_index}] = {static_cast<unsigned char*>(a.data), a.size_bytes};
+  }
+  void after(const Line&, const Calrt_Buffer_Unmap_Args& a) {
+    mappings_.erase({a.buffer, a.tensor_index});
+  }
 
   // Writes the recorded input bytes into the mapping before it is unmapped, and compares
   // an output's bytes with the recorded hash.
@@ -614,6 +535,7 @@ class Replayer {
   const CalrtApi& table_;
   std::filesystem::path file_;
   std::optional<std::filesystem::path> calbin_;
+  std::string calbin_path_;  // --calbin, where Calbin_Create reads it
   const CalrtClockExtension* clock_ = nullptr;
   const CalrtTraceExtension* trace_ = nullptr;
   const CalrtFaultExtension* fault_ = nullptr;

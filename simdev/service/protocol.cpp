@@ -25,82 +25,12 @@ struct Decoder<CallList<Calls...>> {
 
 const char* to_string(Call call) {
   switch (call) {
-    case Call::device_create:
-      return "Device_Create";
-    case Call::device_destroy:
-      return "Device_Destroy";
-    case Call::device_status:
-      return "Device_Status";
-    case Call::device_chip_status:
-      return "Device_ChipStatus";
-    case Call::device_reset:
-      return "Device_Reset";
-    case Call::device_set_parallel_mode:
-      return "Device_SetParallelMode";
-    case Call::calbin_create:
-      return "Calbin_Create";
-    case Call::calbin_destroy:
-      return "Calbin_Destroy";
-    case Call::calbin_get_info:
-      return "Calbin_GetInfo";
-    case Call::calbin_get_model:
-      return "Calbin_GetModel";
-    case Call::calbin_get_tensor:
-      return "Calbin_GetTensor";
-    case Call::calbin_get_csr:
-      return "Calbin_GetCsr";
-    case Call::calbin_configure:
-      return "Calbin_Configure";
-    case Call::buffer_create:
-      return "Buffer_Create";
-    case Call::buffer_destroy:
-      return "Buffer_Destroy";
-    case Call::buffer_map:
-      return "Buffer_Map";
-    case Call::buffer_unmap:
-      return "Buffer_Unmap";
-    case Call::buffer_set_csr:
-      return "Buffer_SetCsr";
-    case Call::buffer_get_csr:
-      return "Buffer_GetCsr";
-    case Call::job_submit:
-      return "Job_Submit";
-    case Call::job_wait:
-      return "Job_Wait";
-    case Call::job_status:
-      return "Job_Status";
-    case Call::job_cancel:
-      return "Job_Cancel";
-    case Call::job_destroy:
-      return "Job_Destroy";
-    case Call::kv_allocate:
-      return "Kv_Allocate";
-    case Call::kv_apply:
-      return "Kv_Apply";
-    case Call::kv_free:
-      return "Kv_Free";
-    case Call::kv_clear:
-      return "Kv_Clear";
-    case Call::kv_info:
-      return "Kv_Info";
-    case Call::kv_capacity:
-      return "Kv_Capacity";
-    case Call::clock_get:
-      return "Clock_Get";
-    case Call::clock_host_spend:
-      return "Clock_HostSpend";
-    case Call::trace_enable:
-      return "Trace_Enable";
-    case Call::trace_read:
-      return "Trace_Read";
-    case Call::fault_set_plan:
-      return "Fault_SetPlan";
-    case Call::fault_get_hits:
-      return "Fault_GetHits";
-    case Call::diag_report:
-      return "Diag_Report";
-    case Call::diag_state_hash:
-      return "Diag_StateHash";
+#define SIMDEV_CALL_NAME_(Group, Verb, snake) \
+  case Call::snake:                           \
+    return #Group "_" #Verb;
+    CALRT_CORE_CALLS(SIMDEV_CALL_NAME_)
+    CALRT_EXT_CALLS(SIMDEV_CALL_NAME_)
+#undef SIMDEV_CALL_NAME_
     case Call::batch:
       return "Batch";
   }

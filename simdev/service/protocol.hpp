@@ -1,18 +1,22 @@
 // protocol.hpp: the messages of the service protocol (PROTOCOL.md), shared by the daemon
 // (`simdev serve`) and the client runtime. One struct per ABI call, each with the fields that
-// go to the daemon (In) and those that come back (Out); both sides encode and decode them
-// with the same visit() functions, so the two ends cannot disagree on a layout.
+// go to the daemon (In) and those that come back (Out), most of them generated from the call
+// table (abi/call_table.hpp); both sides encode and decode them with the same visit()
+// functions, so the two ends cannot disagree on a layout.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include <tl/expected.hpp>
 
+#include "abi/call_table.hpp"
 #include "abi/calrt.h"
 #include "simdev/service/wire.hpp"
 
@@ -40,50 +44,28 @@ enum class MessageType : uint16_t {
   response = 7,   // daemon -> client: the answer to the request with the same id
 };
 
-// One ABI call. The numbers are the wire's; the first block follows CalrtApi's order.
+// One ABI call. The numbers are the wire's: the CalrtApi entries in table order from 1, the
+// extension calls from 100 (both as the call table lists them), the service's own from 200.
+namespace call_index {
+#define SIMDEV_CALL_INDEX_(Group, Verb, snake) snake,
+enum Core : uint16_t { CALRT_CORE_CALLS(SIMDEV_CALL_INDEX_) };
+enum Extension : uint16_t { CALRT_EXT_CALLS(SIMDEV_CALL_INDEX_) };
+#undef SIMDEV_CALL_INDEX_
+}  // namespace call_index
 enum class Call : uint16_t {
-  device_create = 1,
-  device_destroy,
-  device_status,
-  device_chip_status,
-  device_reset,
-  device_set_parallel_mode,
-  calbin_create,
-  calbin_destroy,
-  calbin_get_info,
-  calbin_get_model,
-  calbin_get_tensor,
-  calbin_get_csr,
-  calbin_configure,
-  buffer_create,
-  buffer_destroy,
-  buffer_map,
-  buffer_unmap,
-  buffer_set_csr,
-  buffer_get_csr,
-  job_submit,
-  job_wait,
-  job_status,
-  job_cancel,
-  job_destroy,
-  kv_allocate,
-  kv_apply,
-  kv_free,
-  kv_clear,
-  kv_info,
-  kv_capacity,
-  // Extensions (abi/calrt_ext.h).
-  clock_get = 100,
-  clock_host_spend,
-  trace_enable,
-  trace_read,
-  fault_set_plan,
-  fault_get_hits,
-  diag_report,
-  diag_state_hash,
+#define SIMDEV_CORE_CALL_(Group, Verb, snake) snake = call_index::snake + 1,
+#define SIMDEV_EXTENSION_CALL_(Group, Verb, snake) snake = call_index::snake + 100,
+  CALRT_CORE_CALLS(SIMDEV_CORE_CALL_) CALRT_EXT_CALLS(SIMDEV_EXTENSION_CALL_)
+#undef SIMDEV_CORE_CALL_
+#undef SIMDEV_EXTENSION_CALL_
   // The service's own calls.
   batch = 200,
 };
+// The wire's numbers never move: a call is only ever appended to its list.
+static_assert(static_cast<uint16_t>(Call::device_create) == 1 &&
+              static_cast<uint16_t>(Call::kv_capacity) == 30);
+static_assert(static_cast<uint16_t>(Call::clock_get) == 100 &&
+              static_cast<uint16_t>(Call::diag_state_hash) == 107);
 const char* to_string(Call call);
 
 struct FrameHeader {
@@ -157,24 +139,95 @@ struct Keepalive {
 };
 
 // ---- Calls ---------------------------------------------------------------------------
-// Enum fields travel as their raw u32 value: the daemon stores it into the args struct by
-// value and the runtime refuses a value that names no enumerator, as in process.
+// One struct per ABI call, with the call's fields that go to the daemon (In) and those that
+// come back (Out). Most are the call table's fields (abi/call_table.hpp), each as its wire
+// type; the calls whose answer carries bytes or records the ABI returns through the caller's
+// memory are written out below them. Enum fields travel as their raw u32 value: the daemon
+// stores it into the args struct by value and the runtime refuses a value that names no
+// enumerator, as in process.
+
+// The wire type of a table field of C type T (PROTOCOL.md, "Field encodings"). A string the
+// caller passes may be NULL; one the runtime returns is read as empty when it is.
+template <calrt::calls::Dir D, calrt::calls::Kind K, class T>
+struct WireTypeOf {
+  static_assert(K == calrt::calls::Kind::integer, "a memory field has no wire type");
+  using type = T;
+};
+template <calrt::calls::Dir D, class T>
+struct WireTypeOf<D, calrt::calls::Kind::handle, T> {
+  using type = WireHandle;
+};
+template <calrt::calls::Dir D, class T>
+struct WireTypeOf<D, calrt::calls::Kind::enumeration, T> {
+  using type = uint32_t;
+};
+template <class T>
+struct WireTypeOf<calrt::calls::Dir::in, calrt::calls::Kind::string, T> {
+  using type = std::optional<std::string>;
+};
+template <class T>
+struct WireTypeOf<calrt::calls::Dir::out, calrt::calls::Kind::string, T> {
+  using type = std::string;
+};
+template <calrt::calls::Dir D, class T>
+struct WireTypeOf<D, calrt::calls::Kind::array, T> {
+  using type = std::array<std::remove_extent_t<T>, std::extent_v<T>>;
+};
+
+// SIMDEV_WIRE_IN_(Group, Verb) and SIMDEV_WIRE_OUT_ declare a call's In or Out from the table:
+// a member per field of that direction, named as in the args struct; visit(), which the codec
+// walks; and zip(self, args, fn), which calls fn(name, wire field, args field) for each, so
+// that both ends copy between the message and the args struct without naming a field.
+#define SIMDEV_WHEN_(want, direction, ...) SIMDEV_WHEN_##want##_##direction(__VA_ARGS__)
+#define SIMDEV_WHEN_in_in(...) __VA_ARGS__
+#define SIMDEV_WHEN_in_out(...)
+#define SIMDEV_WHEN_out_in(...)
+#define SIMDEV_WHEN_out_out(...) __VA_ARGS__
+#define SIMDEV_MEMBER_(want, direction, kind, name)                               \
+  SIMDEV_WHEN_(want, direction,                                                   \
+               typename WireTypeOf<calrt::calls::Dir::want, CALRT_KIND_##kind##_, \
+                                   std::remove_cv_t<decltype(Args::name)>>::type name{};)
+#define SIMDEV_VISIT_(want, direction, kind, name) SIMDEV_WHEN_(want, direction, v(#name, name);)
+#define SIMDEV_ZIP_(want, direction, kind, name) \
+  SIMDEV_WHEN_(want, direction, fn(#name, self.name, args.name);)
+#define SIMDEV_IN_MEMBER_(direction, kind, name) SIMDEV_MEMBER_(in, direction, kind, name)
+#define SIMDEV_IN_VISIT_(direction, kind, name) SIMDEV_VISIT_(in, direction, kind, name)
+#define SIMDEV_IN_ZIP_(direction, kind, name) SIMDEV_ZIP_(in, direction, kind, name)
+#define SIMDEV_OUT_MEMBER_(direction, kind, name) SIMDEV_MEMBER_(out, direction, kind, name)
+#define SIMDEV_OUT_VISIT_(direction, kind, name) SIMDEV_VISIT_(out, direction, kind, name)
+#define SIMDEV_OUT_ZIP_(direction, kind, name) SIMDEV_ZIP_(out, direction, kind, name)
+#define SIMDEV_WIRE_HALF_(Name, HALF, Group, Verb)                            \
+  struct Name {                                                               \
+    CALRT_FIELDS_##Group##_##Verb(SIMDEV_##HALF##_MEMBER_) template <class V> \
+    void visit([[maybe_unused]] V& v) {                                       \
+      CALRT_FIELDS_##Group##_##Verb(SIMDEV_##HALF##_VISIT_)                   \
+    }                                                                         \
+    template <class Self, class A, class Fn>                                  \
+    static void zip([[maybe_unused]] Self& self, [[maybe_unused]] A& args,    \
+                    [[maybe_unused]] Fn&& fn) {                               \
+      CALRT_FIELDS_##Group##_##Verb(SIMDEV_##HALF##_ZIP_)                     \
+    }                                                                         \
+  };
+#define SIMDEV_WIRE_IN_(Group, Verb) SIMDEV_WIRE_HALF_(In, IN, Group, Verb)
+#define SIMDEV_WIRE_OUT_(Group, Verb) SIMDEV_WIRE_HALF_(Out, OUT, Group, Verb)
+#define SIMDEV_WIRE_HEAD_(Group, Verb, snake) \
+  static constexpr Call kCall = Call::snake;  \
+  using Args = Calrt_##Group##_##Verb##_Args;
+// A call whose In and Out are the table's.
+#define SIMDEV_WIRE_CALL_(Group, Verb, snake) \
+  struct Group##Verb {                        \
+    SIMDEV_WIRE_HEAD_(Group, Verb, snake)     \
+    SIMDEV_WIRE_IN_(Group, Verb)              \
+    SIMDEV_WIRE_OUT_(Group, Verb)             \
+  };
 
 struct DeviceCreate {
-  static constexpr Call kCall = Call::device_create;
-  struct In {
-    uint32_t kind = 0, index = 0;
-    std::optional<std::string> config;
-    uint64_t timeout_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("kind", kind), v("index", index), v("config", config), v("timeout_ns", timeout_ns);
-    }
-  };
+  SIMDEV_WIRE_HEAD_(Device, Create, device_create)
+  SIMDEV_WIRE_IN_(Device, Create)
   struct Out {
     WireHandle device;
-    // The device's CalrtClockMode; 0 when its runtime has no clock extension. Protocol
-    // major 5: the client holds submits only on a virtual clock ("Held submits").
+    // The device's CalrtClockMode; 0 when its runtime has no clock extension. The client
+    // holds submits only on a virtual clock ("Held submits").
     uint32_t clock_mode = 0;
     template <class V>
     void visit(V& v) {
@@ -183,291 +236,26 @@ struct DeviceCreate {
   };
 };
 
-struct DeviceDestroy {
-  static constexpr Call kCall = Call::device_destroy;
-  struct In {
-    WireHandle device;
-    template <class V>
-    void visit(V& v) {
-      v("device", device);
-    }
-  };
-  struct Out {
-    template <class V>
-    void visit(V&) {}
-  };
-};
-
-struct DeviceStatus {
-  static constexpr Call kCall = Call::device_status;
-  struct In {
-    WireHandle device;
-    template <class V>
-    void visit(V& v) {
-      v("device", device);
-    }
-  };
-  struct Out {
-    uint32_t state = 0;
-    std::string runtime_version, firmware_version, driver_version, device_name;
-    uint32_t abi_major = 0, abi_minor = 0, abi_patch = 0, chip_count = 0, parallel_mode = 0;
-    uint64_t error_count = 0, reset_count = 0, device_time_ns = 0;
-    uint32_t last_error = 0;
-    template <class V>
-    void visit(V& v) {
-      v("state", state), v("runtime_version", runtime_version);
-      v("firmware_version", firmware_version), v("driver_version", driver_version);
-      v("device_name", device_name), v("abi_major", abi_major), v("abi_minor", abi_minor);
-      v("abi_patch", abi_patch), v("chip_count", chip_count), v("parallel_mode", parallel_mode);
-      v("error_count", error_count), v("reset_count", reset_count);
-      v("device_time_ns", device_time_ns), v("last_error", last_error);
-    }
-  };
-};
-
-struct DeviceChipStatus {
-  static constexpr Call kCall = Call::device_chip_status;
-  struct In {
-    WireHandle device;
-    uint32_t chip = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("chip", chip);
-    }
-  };
-  struct Out {
-    uint32_t health = 0;
-    uint64_t dram_total_bytes = 0, dram_used_bytes = 0, ecc_corrected = 0, ecc_uncorrected = 0,
-             busy_time_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("health", health), v("dram_total_bytes", dram_total_bytes);
-      v("dram_used_bytes", dram_used_bytes), v("ecc_corrected", ecc_corrected);
-      v("ecc_uncorrected", ecc_uncorrected), v("busy_time_ns", busy_time_ns);
-    }
-  };
-};
-
-struct DeviceReset {
-  static constexpr Call kCall = Call::device_reset;
-  struct In {
-    WireHandle device;
-    uint32_t level = 0;
-    uint64_t timeout_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("level", level), v("timeout_ns", timeout_ns);
-    }
-  };
-  struct Out {
-    uint32_t state = 0;
-    template <class V>
-    void visit(V& v) {
-      v("state", state);
-    }
-  };
-};
-
-struct DeviceSetParallelMode {
-  static constexpr Call kCall = Call::device_set_parallel_mode;
-  struct In {
-    WireHandle device;
-    uint32_t enable = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("enable", enable);
-    }
-  };
-  using Out = DeviceDestroy::Out;
-};
-
-struct CalbinCreate {
-  static constexpr Call kCall = Call::calbin_create;
-  struct In {
-    WireHandle device;
-    std::optional<std::string> path;  // absolute: the client resolves it against its cwd
-    uint64_t timeout_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("path", path), v("timeout_ns", timeout_ns);
-    }
-  };
-  struct Out {
-    WireHandle calbin;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin);
-    }
-  };
-};
-
-// Calls whose only input is one handle and that return nothing.
-struct OneHandle {
-  WireHandle handle;
-  template <class V>
-  void visit(V& v) {
-    v("handle", handle);
-  }
-};
-
-struct CalbinDestroy {
-  static constexpr Call kCall = Call::calbin_destroy;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
-
-struct CalbinGetInfo {
-  static constexpr Call kCall = Call::calbin_get_info;
-  using In = OneHandle;
-  struct Out {
-    std::string calbin_version, architecture, runtime_abi;
-    uint32_t model_count = 0, chip_count = 0, vocab = 0, context = 0, batch = 0, layers = 0,
-             hidden = 0, q_heads = 0, kv_heads = 0, head_dim = 0, prefill_chunk = 0, kv_dtype = 0,
-             configured = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin_version", calbin_version), v("architecture", architecture);
-      v("runtime_abi", runtime_abi), v("model_count", model_count), v("chip_count", chip_count);
-      v("vocab", vocab), v("context", context), v("batch", batch), v("layers", layers);
-      v("hidden", hidden), v("q_heads", q_heads), v("kv_heads", kv_heads);
-      v("head_dim", head_dim), v("prefill_chunk", prefill_chunk), v("kv_dtype", kv_dtype);
-      v("configured", configured);
-    }
-  };
-};
-
-struct CalbinGetModel {
-  static constexpr Call kCall = Call::calbin_get_model;
-  struct In {
-    WireHandle calbin;
-    uint32_t model_index = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("model_index", model_index);
-    }
-  };
-  struct Out {
-    std::string name;
-    uint32_t type = 0, input_count = 0, output_count = 0, csr_count = 0;
-    template <class V>
-    void visit(V& v) {
-      v("name", name), v("type", type), v("input_count", input_count);
-      v("output_count", output_count), v("csr_count", csr_count);
-    }
-  };
-};
-
-struct CalbinGetTensor {
-  static constexpr Call kCall = Call::calbin_get_tensor;
-  struct In {
-    WireHandle calbin;
-    std::optional<std::string> model_name;
-    uint32_t direction = 0, index = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("model_name", model_name), v("direction", direction);
-      v("index", index);
-    }
-  };
-  struct Out {
-    std::string name;
-    uint32_t role = 0, dtype = 0, rank = 0;
-    std::array<int64_t, CALRT_MAX_RANK> dims{};
-    uint32_t layout = 0, tile_d0 = 0;
-    uint64_t size_bytes = 0, device_address = 0;
-    uint32_t chip_mask = 0;
-    template <class V>
-    void visit(V& v) {
-      v("name", name), v("role", role), v("dtype", dtype), v("rank", rank), v("dims", dims);
-      v("layout", layout), v("tile_d0", tile_d0), v("size_bytes", size_bytes);
-      v("device_address", device_address), v("chip_mask", chip_mask);
-    }
-  };
-};
-
-struct CalbinGetCsr {
-  static constexpr Call kCall = Call::calbin_get_csr;
-  struct In {
-    WireHandle calbin;
-    std::optional<std::string> model_name;
-    uint32_t index = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("model_name", model_name), v("index", index);
-    }
-  };
-  struct Out {
-    std::string name;
-    uint64_t address = 0;
-    template <class V>
-    void visit(V& v) {
-      v("name", name), v("address", address);
-    }
-  };
-};
-
-struct CalbinConfigure {
-  static constexpr Call kCall = Call::calbin_configure;
-  struct In {
-    WireHandle calbin;
-    uint64_t timeout_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("timeout_ns", timeout_ns);
-    }
-  };
-  struct Out {
-    uint64_t configure_time_ns = 0;
-    uint32_t chip_count = 0;
-    std::array<uint64_t, CALRT_MAX_CHIPS> memory_used_bytes{};
-    template <class V>
-    void visit(V& v) {
-      v("configure_time_ns", configure_time_ns), v("chip_count", chip_count);
-      v("memory_used_bytes", memory_used_bytes);
-    }
-  };
-};
-
-struct BufferCreate {
-  static constexpr Call kCall = Call::buffer_create;
-  struct In {
-    WireHandle calbin;
-    std::optional<std::string> model_name;
-    uint32_t direction = 0, slot = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("model_name", model_name), v("direction", direction);
-      v("slot", slot);
-    }
-  };
-  struct Out {
-    WireHandle buffer;
-    template <class V>
-    void visit(V& v) {
-      v("buffer", buffer);
-    }
-  };
-};
-
-struct BufferDestroy {
-  static constexpr Call kCall = Call::buffer_destroy;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
+SIMDEV_WIRE_CALL_(Device, Destroy, device_destroy)
+SIMDEV_WIRE_CALL_(Device, Status, device_status)
+SIMDEV_WIRE_CALL_(Device, ChipStatus, device_chip_status)
+SIMDEV_WIRE_CALL_(Device, Reset, device_reset)
+SIMDEV_WIRE_CALL_(Device, SetParallelMode, device_set_parallel_mode)
+SIMDEV_WIRE_CALL_(Calbin, Create, calbin_create)  // path absolute: the client resolves it
+SIMDEV_WIRE_CALL_(Calbin, Destroy, calbin_destroy)
+SIMDEV_WIRE_CALL_(Calbin, GetInfo, calbin_get_info)
+SIMDEV_WIRE_CALL_(Calbin, GetModel, calbin_get_model)
+SIMDEV_WIRE_CALL_(Calbin, GetTensor, calbin_get_tensor)
+SIMDEV_WIRE_CALL_(Calbin, GetCsr, calbin_get_csr)
+SIMDEV_WIRE_CALL_(Calbin, Configure, calbin_configure)
+SIMDEV_WIRE_CALL_(Buffer, Create, buffer_create)
+SIMDEV_WIRE_CALL_(Buffer, Destroy, buffer_destroy)
 
 // The daemon maps the tensor and keeps it mapped until buffer_unmap; the bytes travel in
 // the answer, and the client serves the caller from its own copy.
 struct BufferMap {
-  static constexpr Call kCall = Call::buffer_map;
-  struct In {
-    WireHandle buffer;
-    uint32_t tensor_index = 0;
-    uint64_t timeout_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("buffer", buffer), v("tensor_index", tensor_index), v("timeout_ns", timeout_ns);
-    }
-  };
+  SIMDEV_WIRE_HEAD_(Buffer, Map, buffer_map)
+  SIMDEV_WIRE_IN_(Buffer, Map)
   struct Out {
     Bytes data;  // size_bytes of the tensor
     template <class V>
@@ -480,7 +268,7 @@ struct BufferMap {
 // For an input buffer the client sends the bytes the host wrote (write_back 1, data the
 // whole tensor); the daemon copies them into its mapping before unmapping.
 struct BufferUnmap {
-  static constexpr Call kCall = Call::buffer_unmap;
+  SIMDEV_WIRE_HEAD_(Buffer, Unmap, buffer_unmap)
   struct In {
     WireHandle buffer;
     uint32_t tensor_index = 0;
@@ -492,76 +280,14 @@ struct BufferUnmap {
       v("data", data);
     }
   };
-  using Out = DeviceDestroy::Out;
+  SIMDEV_WIRE_OUT_(Buffer, Unmap)
 };
 
-struct BufferSetCsr {
-  static constexpr Call kCall = Call::buffer_set_csr;
-  struct In {
-    WireHandle buffer;
-    uint32_t csr_index = 0;
-    uint64_t value = 0;
-    template <class V>
-    void visit(V& v) {
-      v("buffer", buffer), v("csr_index", csr_index), v("value", value);
-    }
-  };
-  using Out = DeviceDestroy::Out;
-};
-
-struct BufferGetCsr {
-  static constexpr Call kCall = Call::buffer_get_csr;
-  struct In {
-    WireHandle buffer;
-    uint32_t csr_index = 0;
-    template <class V>
-    void visit(V& v) {
-      v("buffer", buffer), v("csr_index", csr_index);
-    }
-  };
-  struct Out {
-    uint64_t value = 0;
-    template <class V>
-    void visit(V& v) {
-      v("value", value);
-    }
-  };
-};
-
-struct JobSubmit {
-  static constexpr Call kCall = Call::job_submit;
-  struct In {
-    WireHandle calbin;
-    std::optional<std::string> model_name;
-    WireHandle input, output;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("model_name", model_name), v("input", input), v("output", output);
-    }
-  };
-  struct Out {
-    WireHandle job;
-    template <class V>
-    void visit(V& v) {
-      v("job", job);
-    }
-  };
-};
-
-struct JobStatusOut {
-  uint32_t state = 0, code = 0;
-  std::string message;
-  uint64_t submit_time_ns = 0, start_time_ns = 0, end_time_ns = 0, h2d_end_time_ns = 0,
-           compute_end_time_ns = 0, compute_start_time_ns = 0;
-  template <class V>
-  void visit(V& v) {
-    v("state", state), v("code", code), v("message", message);
-    v("submit_time_ns", submit_time_ns), v("start_time_ns", start_time_ns);
-    v("end_time_ns", end_time_ns), v("h2d_end_time_ns", h2d_end_time_ns);
-    v("compute_end_time_ns", compute_end_time_ns);
-    v("compute_start_time_ns", compute_start_time_ns);
-  }
-};
+SIMDEV_WIRE_CALL_(Buffer, SetCsr, buffer_set_csr)
+SIMDEV_WIRE_CALL_(Buffer, GetCsr, buffer_get_csr)
+SIMDEV_WIRE_CALL_(Job, Submit, job_submit)
+SIMDEV_WIRE_CALL_(Job, Status, job_status)
+using JobStatusOut = JobStatus::Out;
 
 struct TensorIndex {
   uint32_t index = 0;
@@ -581,12 +307,12 @@ struct FetchedTensor {
 };
 
 struct JobWait {
-  static constexpr Call kCall = Call::job_wait;
+  SIMDEV_WIRE_HEAD_(Job, Wait, job_wait)
   struct In {
     WireHandle job;
     uint64_t timeout_ns = 0;
-    // Protocol major 4: tensors of `output` (the job's output buffer) to send back with the
-    // answer if the job COMPLETED, so that mapping them needs no round trip.
+    // Tensors of `output` (the job's output buffer) to send back with the answer if the job
+    // COMPLETED, so that mapping them needs no round trip.
     WireHandle output;
     std::vector<TensorIndex> fetch;
     template <class V>
@@ -598,11 +324,11 @@ struct JobWait {
     uint32_t result = 0, state = 0;
     // The job's Job_Status when the wait saw it COMPLETED, FAILED or TIMED_OUT (one record;
     // none otherwise): a final job's status never changes, so the client answers the
-    // Job_Status that follows a wait itself. Protocol major 4.
+    // Job_Status that follows a wait itself.
     std::vector<JobStatusOut> status;
     // The tensors of In::fetch that could be read (none unless COMPLETED).
     std::vector<FetchedTensor> outputs;
-    // The job waited for: In::job, or the job a Batch's submit made (protocol major 5).
+    // The job waited for: In::job, or the job a Batch's submit made.
     WireHandle job;
     template <class V>
     void visit(V& v) {
@@ -612,137 +338,20 @@ struct JobWait {
   };
 };
 
-struct JobStatus {
-  static constexpr Call kCall = Call::job_status;
-  using In = OneHandle;
-  using Out = JobStatusOut;
-};
-
-struct JobCancel {
-  static constexpr Call kCall = Call::job_cancel;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
-
-struct JobDestroy {
-  static constexpr Call kCall = Call::job_destroy;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
-
-struct KvAllocate {
-  static constexpr Call kCall = Call::kv_allocate;
-  struct In {
-    WireHandle calbin;
-    uint32_t capacity_tokens = 0;
-    template <class V>
-    void visit(V& v) {
-      v("calbin", calbin), v("capacity_tokens", capacity_tokens);
-    }
-  };
-  struct Out {
-    WireHandle kv;
-    template <class V>
-    void visit(V& v) {
-      v("kv", kv);
-    }
-  };
-};
-
-struct KvApply {
-  static constexpr Call kCall = Call::kv_apply;
-  struct In {
-    WireHandle kv, input;
-    uint32_t row = 0;
-    template <class V>
-    void visit(V& v) {
-      v("kv", kv), v("input", input), v("row", row);
-    }
-  };
-  using Out = DeviceDestroy::Out;
-};
-
-struct KvFree {
-  static constexpr Call kCall = Call::kv_free;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
-
-struct KvClear {
-  static constexpr Call kCall = Call::kv_clear;
-  using In = OneHandle;
-  using Out = DeviceDestroy::Out;
-};
-
-struct KvInfo {
-  static constexpr Call kCall = Call::kv_info;
-  using In = OneHandle;
-  struct Out {
-    uint32_t capacity_tokens = 0, filled_tokens = 0;
-    template <class V>
-    void visit(V& v) {
-      v("capacity_tokens", capacity_tokens), v("filled_tokens", filled_tokens);
-    }
-  };
-};
-
-struct KvCapacity {
-  static constexpr Call kCall = Call::kv_capacity;
-  using In = OneHandle;
-  struct Out {
-    uint64_t total_tokens = 0, free_tokens = 0, largest_free_tokens = 0,
-             bytes_per_token_per_chip = 0;
-    uint32_t live_handles = 0;
-    template <class V>
-    void visit(V& v) {
-      v("total_tokens", total_tokens), v("free_tokens", free_tokens);
-      v("largest_free_tokens", largest_free_tokens);
-      v("bytes_per_token_per_chip", bytes_per_token_per_chip), v("live_handles", live_handles);
-    }
-  };
-};
+SIMDEV_WIRE_CALL_(Job, Cancel, job_cancel)
+SIMDEV_WIRE_CALL_(Job, Destroy, job_destroy)
+SIMDEV_WIRE_CALL_(Kv, Allocate, kv_allocate)
+SIMDEV_WIRE_CALL_(Kv, Apply, kv_apply)
+SIMDEV_WIRE_CALL_(Kv, Free, kv_free)
+SIMDEV_WIRE_CALL_(Kv, Clear, kv_clear)
+SIMDEV_WIRE_CALL_(Kv, Info, kv_info)
+SIMDEV_WIRE_CALL_(Kv, Capacity, kv_capacity)
 
 // ---- Extension calls (the device handle first, as in calrt_ext.h) ----------------------
 
-struct ClockGet {
-  static constexpr Call kCall = Call::clock_get;
-  using In = OneHandle;
-  struct Out {
-    uint32_t mode = 0;
-    uint64_t device_time_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("mode", mode), v("device_time_ns", device_time_ns);
-    }
-  };
-};
-
-struct ClockHostSpend {
-  static constexpr Call kCall = Call::clock_host_spend;
-  struct In {
-    WireHandle device;
-    uint64_t duration_ns = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("duration_ns", duration_ns);
-    }
-  };
-  using Out = DeviceDestroy::Out;
-};
-
-struct TraceEnable {
-  static constexpr Call kCall = Call::trace_enable;
-  struct In {
-    WireHandle device;
-    uint32_t enable = 0;
-    uint64_t capacity_events = 0;
-    template <class V>
-    void visit(V& v) {
-      v("device", device), v("enable", enable), v("capacity_events", capacity_events);
-    }
-  };
-  using Out = DeviceDestroy::Out;
-};
+SIMDEV_WIRE_CALL_(Clock, Get, clock_get)
+SIMDEV_WIRE_CALL_(Clock, HostSpend, clock_host_spend)
+SIMDEV_WIRE_CALL_(Trace, Enable, trace_enable)
 
 struct WireTraceEvent {
   uint32_t track = 0, kind = 0, chip = 0;
@@ -758,7 +367,7 @@ struct WireTraceEvent {
 };
 
 struct TraceRead {
-  static constexpr Call kCall = Call::trace_read;
+  SIMDEV_WIRE_HEAD_(Trace, Read, trace_read)
   struct In {
     WireHandle device;
     uint64_t capacity = 0;  // events the caller has room for
@@ -778,7 +387,7 @@ struct TraceRead {
 };
 
 struct FaultSetPlan {
-  static constexpr Call kCall = Call::fault_set_plan;
+  SIMDEV_WIRE_HEAD_(Fault, SetPlan, fault_set_plan)
   struct In {
     WireHandle device;
     uint8_t plan_null = 0;  // 1: the caller passed plan == NULL
@@ -789,7 +398,7 @@ struct FaultSetPlan {
       v("device", device), v("plan_null", plan_null), v("plan", plan), v("plan_size", plan_size);
     }
   };
-  using Out = DeviceDestroy::Out;
+  SIMDEV_WIRE_OUT_(Fault, SetPlan)
 };
 
 struct WireFaultHit {
@@ -802,7 +411,7 @@ struct WireFaultHit {
 };
 
 struct FaultGetHits {
-  static constexpr Call kCall = Call::fault_get_hits;
+  SIMDEV_WIRE_HEAD_(Fault, GetHits, fault_get_hits)
   struct In {
     WireHandle device;
     uint64_t capacity = 0;
@@ -822,7 +431,7 @@ struct FaultGetHits {
 };
 
 struct DiagReport {
-  static constexpr Call kCall = Call::diag_report;
+  SIMDEV_WIRE_HEAD_(Diag, Report, diag_report)
   struct In {
     WireHandle device;
     uint64_t capacity = 0;
@@ -841,17 +450,27 @@ struct DiagReport {
   };
 };
 
-struct DiagStateHash {
-  static constexpr Call kCall = Call::diag_state_hash;
-  using In = OneHandle;
-  struct Out {
-    uint64_t hash = 0;
-    template <class V>
-    void visit(V& v) {
-      v("hash", hash);
-    }
-  };
-};
+SIMDEV_WIRE_CALL_(Diag, StateHash, diag_state_hash)
+
+#undef SIMDEV_WIRE_CALL_
+#undef SIMDEV_WIRE_HEAD_
+#undef SIMDEV_WIRE_OUT_
+#undef SIMDEV_WIRE_IN_
+#undef SIMDEV_WIRE_HALF_
+#undef SIMDEV_OUT_ZIP_
+#undef SIMDEV_OUT_VISIT_
+#undef SIMDEV_OUT_MEMBER_
+#undef SIMDEV_IN_ZIP_
+#undef SIMDEV_IN_VISIT_
+#undef SIMDEV_IN_MEMBER_
+#undef SIMDEV_ZIP_
+#undef SIMDEV_VISIT_
+#undef SIMDEV_MEMBER_
+#undef SIMDEV_WHEN_out_out
+#undef SIMDEV_WHEN_out_in
+#undef SIMDEV_WHEN_in_out
+#undef SIMDEV_WHEN_in_in
+#undef SIMDEV_WHEN_
 
 // Buffer calls that the client answered itself, run in order before one more call, in one
 // visit of the device lane (PROTOCOL.md, "Held buffer calls"). Each entry is a whole request
@@ -890,14 +509,10 @@ struct Batch {
 // Every call, in Call order; a request decodes into one of their In structs.
 template <class... Calls>
 struct CallList {};
+#define SIMDEV_CALL_STRUCT_(Group, Verb, snake) Group##Verb,
 using AllCalls =
-    CallList<DeviceCreate, DeviceDestroy, DeviceStatus, DeviceChipStatus, DeviceReset,
-             DeviceSetParallelMode, CalbinCreate, CalbinDestroy, CalbinGetInfo, CalbinGetModel,
-             CalbinGetTensor, CalbinGetCsr, CalbinConfigure, BufferCreate, BufferDestroy, BufferMap,
-             BufferUnmap, BufferSetCsr, BufferGetCsr, JobSubmit, JobWait, JobStatus, JobCancel,
-             JobDestroy, KvAllocate, KvApply, KvFree, KvClear, KvInfo, KvCapacity, ClockGet,
-             ClockHostSpend, TraceEnable, TraceRead, FaultSetPlan, FaultGetHits, DiagReport,
-             DiagStateHash, Batch>;
+    CallList<CALRT_CORE_CALLS(SIMDEV_CALL_STRUCT_) CALRT_EXT_CALLS(SIMDEV_CALL_STRUCT_) Batch>;
+#undef SIMDEV_CALL_STRUCT_
 
 // A decoded request: the call and its inputs, tagged by the call's struct.
 template <class C>

@@ -15,11 +15,8 @@ CalrtError* buffer_create(Calrt_Buffer_Create_Args* args) {
           return tl::unexpected(calbin.error());
         }
         ClientDevice& device = *calbin->device;
-        BufferCreate::In in;
+        auto in = wire_in<BufferCreate>(*args);
         in.calbin = WireHandle{calbin->wire};
-        in.model_name = optional_string(args->model_name);
-        in.direction = wire_enum(args->direction);
-        in.slot = args->slot;
         return forward<BufferCreate>(device, in, [&](const BufferCreate::Out& out) -> Status {
           auto buffer = std::make_shared<ClientBuffer>();
           buffer->wire = out.buffer.id;
@@ -68,10 +65,8 @@ CalrtError* buffer_map(Calrt_Buffer_Map_Args* args) {
     if (!buffer) {
       return tl::unexpected(buffer.error());
     }
-    BufferMap::In in;
+    auto in = wire_in<BufferMap>(*args);
     in.buffer = WireHandle{buffer->wire};
-    in.tensor_index = args->tensor_index;
-    in.timeout_ns = args->timeout_ns;
     ClientDevice& device = *buffer->device;
     {
       // An input holds what the client sent last; an output, what its last job's wait sent.
@@ -141,10 +136,8 @@ CalrtError* buffer_set_csr(Calrt_Buffer_SetCsr_Args* args) {
                    if (!buffer) {
                      return tl::unexpected(buffer.error());
                    }
-                   BufferSetCsr::In in;
+                   auto in = wire_in<BufferSetCsr>(*args);
                    in.buffer = WireHandle{buffer->wire};
-                   in.csr_index = args->csr_index;
-                   in.value = args->value;
                    ClientDevice& device = *buffer->device;
                    {
                      std::lock_guard lock(device.mutex);
@@ -168,12 +161,11 @@ CalrtError* buffer_get_csr(Calrt_Buffer_GetCsr_Args* args) {
                    if (!buffer) {
                      return tl::unexpected(buffer.error());
                    }
-                   BufferGetCsr::In in;
+                   auto in = wire_in<BufferGetCsr>(*args);
                    in.buffer = WireHandle{buffer->wire};
-                   in.csr_index = args->csr_index;
                    return forward<BufferGetCsr>(*buffer->device, in,
                                                 [&](const BufferGetCsr::Out& out) -> Status {
-                                                  args->value = out.value;
+                                                  fill_outs<BufferGetCsr>(out, *args);
                                                   return {};
                                                 });
                  });

@@ -1,6 +1,5 @@
 // Entries: loading, describing and configuring calbins. Strings the daemon returns are kept
 // in the client's calbin, which owns them as the ABI says.
-#include <algorithm>
 #include <filesystem>
 
 #include "simdev/service/client/entries/entry_points.hpp"
@@ -15,9 +14,8 @@ CalrtError* calbin_create(Calrt_Calbin_Create_Args* args) {
         if (!device) {
           return tl::unexpected(device.error());
         }
-        CalbinCreate::In in;
+        auto in = wire_in<CalbinCreate>(*args);
         in.device = WireHandle{(*device)->wire_id()};
-        in.timeout_ns = args->timeout_ns;
         if (args->path != nullptr) {
           // The daemon resolves nothing against its own working directory.
           std::error_code ec;
@@ -78,25 +76,8 @@ CalrtError* calbin_get_info(Calrt_Calbin_GetInfo_Args* args) {
                    return forward<CalbinGetInfo>(
                        *calbin->device, CalbinGetInfo::In{WireHandle{calbin->wire}},
                        [&](const CalbinGetInfo::Out& out) -> Status {
-                         {
-                           std::lock_guard lock(calbin->device->mutex);
-                           args->calbin_version = calbin->object->strings.keep(out.calbin_version);
-                           args->architecture = calbin->object->strings.keep(out.architecture);
-                           args->runtime_abi = calbin->object->strings.keep(out.runtime_abi);
-                         }
-                         args->model_count = out.model_count;
-                         args->chip_count = out.chip_count;
-                         args->vocab = out.vocab;
-                         args->context = out.context;
-                         args->batch = out.batch;
-                         args->layers = out.layers;
-                         args->hidden = out.hidden;
-                         args->q_heads = out.q_heads;
-                         args->kv_heads = out.kv_heads;
-                         args->head_dim = out.head_dim;
-                         args->prefill_chunk = out.prefill_chunk;
-                         args->kv_dtype = static_cast<CalrtDtype>(out.kv_dtype);
-                         args->configured = out.configured;
+                         std::lock_guard lock(calbin->device->mutex);
+                         fill_outs<CalbinGetInfo>(out, *args, calbin->object->strings);
                          return {};
                        });
                  });
@@ -109,19 +90,12 @@ CalrtError* calbin_get_model(Calrt_Calbin_GetModel_Args* args) {
                    if (!calbin) {
                      return tl::unexpected(calbin.error());
                    }
-                   CalbinGetModel::In in;
+                   auto in = wire_in<CalbinGetModel>(*args);
                    in.calbin = WireHandle{calbin->wire};
-                   in.model_index = args->model_index;
                    return forward<CalbinGetModel>(
                        *calbin->device, in, [&](const CalbinGetModel::Out& out) -> Status {
-                         {
-                           std::lock_guard lock(calbin->device->mutex);
-                           args->name = calbin->object->strings.keep(out.name);
-                         }
-                         args->type = static_cast<CalrtModelType>(out.type);
-                         args->input_count = out.input_count;
-                         args->output_count = out.output_count;
-                         args->csr_count = out.csr_count;
+                         std::lock_guard lock(calbin->device->mutex);
+                         fill_outs<CalbinGetModel>(out, *args, calbin->object->strings);
                          return {};
                        });
                  });
@@ -134,26 +108,12 @@ CalrtError* calbin_get_tensor(Calrt_Calbin_GetTensor_Args* args) {
                    if (!calbin) {
                      return tl::unexpected(calbin.error());
                    }
-                   CalbinGetTensor::In in;
+                   auto in = wire_in<CalbinGetTensor>(*args);
                    in.calbin = WireHandle{calbin->wire};
-                   in.model_name = optional_string(args->model_name);
-                   in.direction = wire_enum(args->direction);
-                   in.index = args->index;
                    return forward<CalbinGetTensor>(
                        *calbin->device, in, [&](const CalbinGetTensor::Out& out) -> Status {
-                         {
-                           std::lock_guard lock(calbin->device->mutex);
-                           args->name = calbin->object->strings.keep(out.name);
-                         }
-                         args->role = static_cast<CalrtTensorRole>(out.role);
-                         args->dtype = static_cast<CalrtDtype>(out.dtype);
-                         args->rank = out.rank;
-                         std::copy(out.dims.begin(), out.dims.end(), std::begin(args->dims));
-                         args->layout = static_cast<CalrtLayout>(out.layout);
-                         args->tile_d0 = out.tile_d0;
-                         args->size_bytes = out.size_bytes;
-                         args->device_address = out.device_address;
-                         args->chip_mask = out.chip_mask;
+                         std::lock_guard lock(calbin->device->mutex);
+                         fill_outs<CalbinGetTensor>(out, *args, calbin->object->strings);
                          return {};
                        });
                  });
@@ -166,17 +126,12 @@ CalrtError* calbin_get_csr(Calrt_Calbin_GetCsr_Args* args) {
                    if (!calbin) {
                      return tl::unexpected(calbin.error());
                    }
-                   CalbinGetCsr::In in;
+                   auto in = wire_in<CalbinGetCsr>(*args);
                    in.calbin = WireHandle{calbin->wire};
-                   in.model_name = optional_string(args->model_name);
-                   in.index = args->index;
                    return forward<CalbinGetCsr>(
                        *calbin->device, in, [&](const CalbinGetCsr::Out& out) -> Status {
-                         {
-                           std::lock_guard lock(calbin->device->mutex);
-                           args->name = calbin->object->strings.keep(out.name);
-                         }
-                         args->address = out.address;
+                         std::lock_guard lock(calbin->device->mutex);
+                         fill_outs<CalbinGetCsr>(out, *args, calbin->object->strings);
                          return {};
                        });
                  });
@@ -189,17 +144,13 @@ CalrtError* calbin_configure(Calrt_Calbin_Configure_Args* args) {
                    if (!calbin) {
                      return tl::unexpected(calbin.error());
                    }
-                   CalbinConfigure::In in;
+                   auto in = wire_in<CalbinConfigure>(*args);
                    in.calbin = WireHandle{calbin->wire};
-                   in.timeout_ns = args->timeout_ns;
-                   return forward<CalbinConfigure>(
-                       *calbin->device, in, [&](const CalbinConfigure::Out& out) -> Status {
-                         args->configure_time_ns = out.configure_time_ns;
-                         args->chip_count = out.chip_count;
-                         std::copy(out.memory_used_bytes.begin(), out.memory_used_bytes.end(),
-                                   std::begin(args->memory_used_bytes));
-                         return {};
-                       });
+                   return forward<CalbinConfigure>(*calbin->device, in,
+                                                   [&](const CalbinConfigure::Out& out) -> Status {
+                                                     fill_outs<CalbinConfigure>(out, *args);
+                                                     return {};
+                                                   });
                  });
 }
 

@@ -12,20 +12,8 @@ namespace {
 void fill_status(Calrt_Device_Status_Args* args, ClientDevice& device, const DeviceStatus::Out& s,
                  CalrtDeviceState state) {
   std::lock_guard lock(device.mutex);
+  fill_outs<DeviceStatus>(s, *args, device.strings);
   args->state = state;
-  args->runtime_version = device.strings.keep(s.runtime_version);
-  args->firmware_version = device.strings.keep(s.firmware_version);
-  args->driver_version = device.strings.keep(s.driver_version);
-  args->device_name = device.strings.keep(s.device_name);
-  args->abi_major = s.abi_major;
-  args->abi_minor = s.abi_minor;
-  args->abi_patch = s.abi_patch;
-  args->chip_count = s.chip_count;
-  args->parallel_mode = s.parallel_mode;
-  args->error_count = s.error_count;
-  args->reset_count = s.reset_count;
-  args->device_time_ns = s.device_time_ns;
-  args->last_error = static_cast<CalrtCode>(s.last_error);
 }
 
 // What a lost device reports: the last status it gave, its state LOST.
@@ -222,19 +210,13 @@ CalrtError* device_chip_status(Calrt_Device_ChipStatus_Args* args) {
                    if (!device) {
                      return tl::unexpected(device.error());
                    }
-                   DeviceChipStatus::In in;
+                   auto in = wire_in<DeviceChipStatus>(*args);
                    in.device = WireHandle{(*device)->wire_id()};
-                   in.chip = args->chip;
-                   return forward<DeviceChipStatus>(
-                       **device, in, [&](const DeviceChipStatus::Out& out) {
-                         args->health = static_cast<CalrtChipHealth>(out.health);
-                         args->dram_total_bytes = out.dram_total_bytes;
-                         args->dram_used_bytes = out.dram_used_bytes;
-                         args->ecc_corrected = out.ecc_corrected;
-                         args->ecc_uncorrected = out.ecc_uncorrected;
-                         args->busy_time_ns = out.busy_time_ns;
-                         return Status{};
-                       });
+                   return forward<DeviceChipStatus>(**device, in,
+                                                    [&](const DeviceChipStatus::Out& out) {
+                                                      fill_outs<DeviceChipStatus>(out, *args);
+                                                      return Status{};
+                                                    });
                  });
 }
 
@@ -253,10 +235,8 @@ CalrtError* device_reset(Calrt_Device_Reset_Args* args) {
                      }
                      return reconnect(**device, args);
                    }
-                   DeviceReset::In in;
+                   auto in = wire_in<DeviceReset>(*args);
                    in.device = WireHandle{(*device)->wire_id()};
-                   in.level = wire_enum(args->level);
-                   in.timeout_ns = args->timeout_ns;
                    auto response = round_trip<DeviceReset>(**device, in);
                    if (!response) {
                      return tl::unexpected(response.error());
@@ -276,9 +256,8 @@ CalrtError* device_set_parallel_mode(Calrt_Device_SetParallelMode_Args* args) {
                    if (!device) {
                      return tl::unexpected(device.error());
                    }
-                   DeviceSetParallelMode::In in;
+                   auto in = wire_in<DeviceSetParallelMode>(*args);
                    in.device = WireHandle{(*device)->wire_id()};
-                   in.enable = args->enable;
                    return forward<DeviceSetParallelMode>(**device, in);
                  });
 }

@@ -17,8 +17,7 @@ CalrtError* clock_get(Calrt_Clock_Get_Args* args) {
     }
     return forward<ClockGet>(**device, ClockGet::In{WireHandle{(*device)->wire_id()}},
                              [&](const ClockGet::Out& out) -> Status {
-                               args->mode = static_cast<CalrtClockMode>(out.mode);
-                               args->device_time_ns = out.device_time_ns;
+                               fill_outs<ClockGet>(out, *args);
                                return {};
                              });
   });
@@ -31,9 +30,8 @@ CalrtError* clock_host_spend(Calrt_Clock_HostSpend_Args* args) {
                    if (!device) {
                      return tl::unexpected(device.error());
                    }
-                   ClockHostSpend::In in;
+                   auto in = wire_in<ClockHostSpend>(*args);
                    in.device = WireHandle{(*device)->wire_id()};
-                   in.duration_ns = args->duration_ns;
                    return forward<ClockHostSpend>(**device, in);
                  });
 }
@@ -45,10 +43,8 @@ CalrtError* trace_enable(Calrt_Trace_Enable_Args* args) {
                    if (!device) {
                      return tl::unexpected(device.error());
                    }
-                   TraceEnable::In in;
+                   auto in = wire_in<TraceEnable>(*args);
                    in.device = WireHandle{(*device)->wire_id()};
-                   in.enable = args->enable;
-                   in.capacity_events = args->capacity_events;
                    return forward<TraceEnable>(**device, in);
                  });
 }
@@ -190,7 +186,7 @@ CalrtError* diag_state_hash(Calrt_Diag_StateHash_Args* args) {
         }
         return forward<DiagStateHash>(**device, DiagStateHash::In{WireHandle{(*device)->wire_id()}},
                                       [&](const DiagStateHash::Out& out) -> Status {
-                                        args->hash = out.hash;
+                                        fill_outs<DiagStateHash>(out, *args);
                                         return {};
                                       });
       });

@@ -42,8 +42,8 @@ uint32_t observe(ClientJob& job, uint32_t state) {
 
 bool settled_unsent(const ClientJob& job) { return job.wire == 0 && job.final_status.has_value(); }
 
-// Sends call C (a OneHandle call) about `job`; nullopt for a job whose held submit failed,
-// which never reached the daemon (it is FAILED, and final_status says why). A submit the
+// Sends call C (whose only field is the job) about `job`; nullopt for a job whose held submit
+// failed, which never reached the daemon (it is FAILED, and final_status says why). A submit the
 // client still holds goes first. A job whose submit is on the wire in a batch ending with its
 // Job_Wait has no daemon id yet: it is named as job 0, the daemon's name for that batch's job,
 // and sent before any later batch could make another job job 0.
@@ -112,31 +112,15 @@ void note_job_code(ClientDevice& device, uint32_t code) {
 // Fills the caller's struct from the daemon's status of the job.
 Status report_status(Resolved<ClientJob>& job, Calrt_Job_Status_Args* args,
                      const JobStatusOut& out) {
-  {
-    std::lock_guard lock(job.device->mutex);
-    ClientJob& j = *job.object;
-    args->state = static_cast<CalrtJobState>(observe(j, out.state));
-    if (j.reuse) {
-      args->code = CALRT_BUFFER_REUSE;
-      args->message = j.strings.keep(*j.reuse);
-    } else {
-      args->code = static_cast<CalrtCode>(out.code);
-      args->message = j.strings.keep(out.message);
-    }
-    note_job_code(*job.device, out.code);
+  std::lock_guard lock(job.device->mutex);
+  ClientJob& j = *job.object;
+  fill_outs<JobStatus>(out, *args, j.strings);
+  args->state = static_cast<CalrtJobState>(observe(j, out.state));
+  if (j.reuse) {
+    args->code = CALRT_BUFFER_REUSE;
+    args->message = j.strings.keep(*j.reuse);
   }
-  args->submit_time_ns = out.submit_time_ns;
-  args->start_time_ns = out.start_time_ns;
-  args->end_time_ns = out.end_time_ns;
-  // Fields appended later are written only where the caller's struct has them.
-  auto covers = [&](const uint64_t& field) {
-    return args->struct_size >= static_cast<size_t>(reinterpret_cast<const char*>(&field) -
-                                                    reinterpret_cast<const char*>(args)) +
-                                    sizeof(field);
-  };
-  if (covers(args->h2d_end_time_ns)) args->h2d_end_time_ns = out.h2d_end_time_ns;
-  if (covers(args->compute_end_time_ns)) args->compute_end_time_ns = out.compute_end_time_ns;
-  if (covers(args->compute_start_time_ns)) args->compute_start_time_ns = out.compute_start_time_ns;
+  note_job_code(*job.device, out.code);
   return {};
 }
 
@@ -169,9 +153,8 @@ CalrtError* job_submit(Calrt_Job_Submit_Args* args) {
       ++input->object->submissions;
       job->output_submission = ++output->object->submissions;
     }
-    JobSubmit::In in;
+    auto in = wire_in<JobSubmit>(*args);
     in.calbin = WireHandle{calbin->wire};
-    in.model_name = args->model_name;
     in.input = WireHandle{input->wire};
     in.output = WireHandle{output->wire};
     std::vector<uint8_t> request = encode_request_payload<JobSubmit>(in);

@@ -12,9 +12,8 @@ CalrtError* kv_allocate(Calrt_Kv_Allocate_Args* args) {
           return tl::unexpected(calbin.error());
         }
         ClientDevice& device = *calbin->device;
-        KvAllocate::In in;
+        auto in = wire_in<KvAllocate>(*args);
         in.calbin = WireHandle{calbin->wire};
-        in.capacity_tokens = args->capacity_tokens;
         return forward<KvAllocate>(device, in, [&](const KvAllocate::Out& out) -> Status {
           auto kv = std::make_shared<ClientKv>();
           kv->wire = out.kv.id;
@@ -43,11 +42,10 @@ CalrtError* kv_apply(Calrt_Kv_Apply_Args* args) {
     if (!input) {
       return tl::unexpected(input.error());
     }
-    KvApply::In in;
+    // `row` came in ABI 0.8: an older caller's struct ends before it and means row 0.
+    auto in = wire_in<KvApply>(*args);
     in.kv = WireHandle{kv->wire};
     in.input = WireHandle{input->wire};
-    // `row` came in ABI 0.8; an older caller's struct ends before it and means row 0.
-    in.row = args->struct_size >= CALRT_KV_APPLY_ARGS_STRUCT_SIZE ? args->row : 0;
     return forward<KvApply>(*kv->device, in);
   });
 }
@@ -89,8 +87,7 @@ CalrtError* kv_info(Calrt_Kv_Info_Args* args) {
     }
     return forward<KvInfo>(*kv->device, KvInfo::In{WireHandle{kv->wire}},
                            [&](const KvInfo::Out& out) -> Status {
-                             args->capacity_tokens = out.capacity_tokens;
-                             args->filled_tokens = out.filled_tokens;
+                             fill_outs<KvInfo>(out, *args);
                              return {};
                            });
   });
@@ -105,11 +102,7 @@ CalrtError* kv_capacity(Calrt_Kv_Capacity_Args* args) {
         }
         return forward<KvCapacity>(*calbin->device, KvCapacity::In{WireHandle{calbin->wire}},
                                    [&](const KvCapacity::Out& out) -> Status {
-                                     args->total_tokens = out.total_tokens;
-                                     args->free_tokens = out.free_tokens;
-                                     args->largest_free_tokens = out.largest_free_tokens;
-                                     args->bytes_per_token_per_chip = out.bytes_per_token_per_chip;
-                                     args->live_handles = out.live_handles;
+                                     fill_outs<KvCapacity>(out, *args);
                                      return {};
                                    });
       });

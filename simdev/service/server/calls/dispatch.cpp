@@ -60,8 +60,104 @@ tl::expected<const Ext*, Failure> extension(const Ctx& c, CalrtExtensionType typ
   if (!var##_found) return std::move(var##_found.error()); \
   const Ext* var = *var##_found
 
+// ---- Copies between a request and its args struct, from the call table ------------------
+
+constexpr HandleKind handle_kind(const CalrtDevice*) { return HandleKind::device; }
+constexpr HandleKind handle_kind(const CalrtCalbin*) { return HandleKind::calbin; }
+constexpr HandleKind handle_kind(const CalrtBuffer*) { return HandleKind::buffer; }
+constexpr HandleKind handle_kind(const CalrtJob*) { return HandleKind::job; }
+constexpr HandleKind handle_kind(const CalrtKv*) { return HandleKind::kv; }
+
+// Stores one in field of a request into the args struct; a handle is looked up in the
+// session's table, and the first that is not live there fails the call.
+struct ToArgs {
+  const Ctx& c;
+  Failure failed;
+
+  template <class T>
+  void operator()(const char* name, const WireHandle& wire, T*& field) {
+    if (!failed.ok()) return;
+    auto found = get<T>(c, wire, handle_kind(field), name);
+    if (found) {
+      field = *found;
+    } else {
+      failed = std::move(found.error());
+    }
+  }
+  template <class E>
+  requires std::is_enum_v<E>
+  void operator()(const char*, uint32_t wire, E& field) { put_enum(field, wire); }
+  void operator()(const char*, const std::optional<std::string>& wire, const char*& field) {
+    field = c_str(wire);
+  }
+  template <class T>
+  requires std::is_integral_v<T>
+  void operator()(const char*, T wire, T& field) { field = wire; }
+};
+
+// Stores one out field of the args struct into the answer. A handle the call created is the
+// call's own business: it enters the session's table under an id only when the call succeeds.
+struct FromArgs {
+  template <class T>
+  void operator()(const char*, WireHandle&, T* const&) {}
+  template <class E>
+  requires std::is_enum_v<E>
+  void operator()(const char*, uint32_t& wire, const E& field) { wire = get_enum(field); }
+  void operator()(const char*, std::string& wire, const char* const& field) { wire = str(field); }
+  template <class T>
+  requires std::is_integral_v<T>
+  void operator()(const char*, T& wire, const T& field) { wire = field; }
+  template <class T, size_t N>
+  void operator()(const char*, std::array<T, N>& wire, const T (&field)[N]) {
+    std::copy(std::begin(field), std::end(field), wire.begin());
+  }
+};
+
 template <class C>
-Failure run(Ctx& c, const typename C::In& in, typename C::Out& out);
+tl::expected<typename C::Args, Failure> args_from(const Ctx& c, const typename C::In& in) {
+  auto args = make_args<typename C::Args>();
+  ToArgs to{c, {}};
+  C::In::zip(in, args, to);
+  if (!to.failed.ok()) return tl::unexpected(std::move(to.failed));
+  return args;
+}
+
+template <class C>
+void outs_from(const typename C::Args& args, typename C::Out& out) {
+  C::Out::zip(out, args, FromArgs{});
+}
+
+// Calls the simulator's entry of C: in its table, or in the extension that holds it.
+template <class C>
+Failure invoke(const Ctx& c, typename C::Args& args) {
+  using Info = calrt::calls::CallInfo<typename C::Args>;
+  using Table = typename Info::Table;
+  if constexpr (std::is_same_v<Table, CalrtApi>) {
+    return call(c, (c.api->*Info::entry)(&args));
+  } else {
+    using Ext = calrt::calls::TableInfo<Table>;
+    auto ext = extension<Table>(c, Ext::type, Ext::min_size, Ext::name);
+    if (!ext) return std::move(ext.error());
+    return call(c, ((*ext)->*Info::entry)(&args));
+  }
+}
+
+// A call that the daemon only forwards: its fields in, the runtime's answer out (out fields
+// are copied whatever the code: a failed call reports what it wrote, zeros elsewhere).
+template <class C>
+Failure forward_call(Ctx& c, const typename C::In& in, typename C::Out& out) {
+  auto args = args_from<C>(c, in);
+  if (!args) return std::move(args.error());
+  Failure f = invoke<C>(c, *args);
+  outs_from<C>(*args, out);
+  return f;
+}
+
+// Every call is forward_call()ed, unless it has a run() of its own below.
+template <class C>
+Failure run(Ctx& c, const typename C::In& in, typename C::Out& out) {
+  return forward_call<C>(c, in, out);
+}
 
 // ---- Device -------------------------------------------------------------------------
 
@@ -94,45 +190,6 @@ Failure run<DeviceDestroy>(Ctx& c, const DeviceDestroy::In& in, DeviceDestroy::O
   return release_session(c);
 }
 
-template <>
-Failure run<DeviceStatus>(Ctx& c, const DeviceStatus::In& in, DeviceStatus::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
-  auto args = make_args<Calrt_Device_Status_Args>();
-  args.device = device;
-  Failure f = call(c, c.api->Device_Status(&args));
-  out.state = get_enum(args.state);
-  out.runtime_version = str(args.runtime_version);
-  out.firmware_version = str(args.firmware_version);
-  out.driver_version = str(args.driver_version);
-  out.device_name = str(args.device_name);
-  out.abi_major = args.abi_major;
-  out.abi_minor = args.abi_minor;
-  out.abi_patch = args.abi_patch;
-  out.chip_count = args.chip_count;
-  out.parallel_mode = args.parallel_mode;
-  out.error_count = args.error_count;
-  out.reset_count = args.reset_count;
-  out.device_time_ns = args.device_time_ns;
-  out.last_error = get_enum(args.last_error);
-  return f;
-}
-
-template <>
-Failure run<DeviceChipStatus>(Ctx& c, const DeviceChipStatus::In& in, DeviceChipStatus::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
-  auto args = make_args<Calrt_Device_ChipStatus_Args>();
-  args.device = device;
-  args.chip = in.chip;
-  Failure f = call(c, c.api->Device_ChipStatus(&args));
-  out.health = get_enum(args.health);
-  out.dram_total_bytes = args.dram_total_bytes;
-  out.dram_used_bytes = args.dram_used_bytes;
-  out.ecc_corrected = args.ecc_corrected;
-  out.ecc_uncorrected = args.ecc_uncorrected;
-  out.busy_time_ns = args.busy_time_ns;
-  return f;
-}
-
 std::optional<CalrtJobState> job_state(const CalrtApi* api, void* job) {
   auto args = make_args<Calrt_Job_Status_Args>();
   args.job = static_cast<CalrtJob*>(job);
@@ -142,7 +199,8 @@ std::optional<CalrtJobState> job_state(const CalrtApi* api, void* job) {
 
 template <>
 Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
+  auto args = args_from<DeviceReset>(c, in);
+  if (!args) return std::move(args.error());
   // The other sessions' jobs in flight now are the ones this reset will cancel: each is
   // marked, so that its owner learns it was preempted instead of seeing a cancel it never
   // asked for.
@@ -154,12 +212,8 @@ Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& ou
       if (state && !calrt_job_state_final(*state)) in_flight.emplace_back(other, id);
     }
   }
-  auto args = make_args<Calrt_Device_Reset_Args>();
-  args.device = device;
-  put_enum(args.level, in.level);
-  args.timeout_ns = in.timeout_ns;
-  Failure f = call(c, c.api->Device_Reset(&args));
-  out.state = get_enum(args.state);
+  Failure f = invoke<DeviceReset>(c, *args);
+  outs_from<DeviceReset>(*args, out);
   for (const auto& [other, id] : in_flight) {
     const auto handle = other->handles.find(id, HandleKind::job, "job");
     const auto state = handle ? job_state(c.api, *handle) : std::nullopt;
@@ -172,33 +226,21 @@ Failure run<DeviceReset>(Ctx& c, const DeviceReset::In& in, DeviceReset::Out& ou
   return f;
 }
 
-template <>
-Failure run<DeviceSetParallelMode>(Ctx& c, const DeviceSetParallelMode::In& in,
-                                   DeviceSetParallelMode::Out&) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
-  auto args = make_args<Calrt_Device_SetParallelMode_Args>();
-  args.device = device;
-  args.enable = in.enable;
-  return call(c, c.api->Device_SetParallelMode(&args));
-}
-
 // ---- Calbin -------------------------------------------------------------------------
 
 template <>
-Failure run<CalbinCreate>(Ctx& c, const CalbinCreate::In& in, CalbinCreate::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
-  std::optional<std::string> path = in.path;
-  if (path && c.calbin_roots != nullptr && !c.calbin_roots->empty()) {
-    auto confined = confine_to_roots(*path, *c.calbin_roots);
+Failure run<CalbinCreate>(Ctx& c, const CalbinCreate::In& asked, CalbinCreate::Out& out) {
+  auto args = args_from<CalbinCreate>(c, asked);
+  if (!args) return std::move(args.error());
+  CalbinCreate::In in = asked;
+  if (in.path && c.calbin_roots != nullptr && !c.calbin_roots->empty()) {
+    auto confined = confine_to_roots(*in.path, *c.calbin_roots);
     if (!confined) return Failure{CALRT_INVALID_ARGUMENT, "Calbin_Create: " + confined.error()};
-    path = confined->string();  // the checked path is the one opened
+    in.path = confined->string();  // the checked path is the one opened
+    args->path = in.path->c_str();
   }
-  auto args = make_args<Calrt_Calbin_Create_Args>();
-  args.device = device;
-  args.path = c_str(path);
-  args.timeout_ns = in.timeout_ns;
-  Failure f = call(c, c.api->Calbin_Create(&args));
-  if (f.ok()) out.calbin.id = c.objects->handles.add(HandleKind::calbin, args.calbin);
+  Failure f = invoke<CalbinCreate>(c, *args);
+  if (f.ok()) out.calbin.id = c.objects->handles.add(HandleKind::calbin, args->calbin);
   return f;
 }
 
@@ -207,107 +249,15 @@ void forget_buffer_mappings(SessionObjects& objects, uint64_t buffer_id) {
 }
 
 template <>
-Failure run<CalbinDestroy>(Ctx& c, const CalbinDestroy::In& in, CalbinDestroy::Out&) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
-  auto args = make_args<Calrt_Calbin_Destroy_Args>();
-  args.calbin = calbin;
-  Failure f = call(c, c.api->Calbin_Destroy(&args));
+Failure run<CalbinDestroy>(Ctx& c, const CalbinDestroy::In& in, CalbinDestroy::Out& out) {
+  Failure f = forward_call<CalbinDestroy>(c, in, out);
   if (f.ok()) {
     // The runtime released the calbin's buffers, jobs and KV handles with it.
-    c.objects->handles.remove(in.handle.id);
-    for (uint64_t child : c.objects->handles.remove_children(in.handle.id)) {
+    c.objects->handles.remove(in.calbin.id);
+    for (uint64_t child : c.objects->handles.remove_children(in.calbin.id)) {
       forget_buffer_mappings(*c.objects, child);
     }
   }
-  return f;
-}
-
-template <>
-Failure run<CalbinGetInfo>(Ctx& c, const CalbinGetInfo::In& in, CalbinGetInfo::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
-  auto args = make_args<Calrt_Calbin_GetInfo_Args>();
-  args.calbin = calbin;
-  Failure f = call(c, c.api->Calbin_GetInfo(&args));
-  out.calbin_version = str(args.calbin_version);
-  out.architecture = str(args.architecture);
-  out.runtime_abi = str(args.runtime_abi);
-  out.model_count = args.model_count;
-  out.chip_count = args.chip_count;
-  out.vocab = args.vocab;
-  out.context = args.context;
-  out.batch = args.batch;
-  out.layers = args.layers;
-  out.hidden = args.hidden;
-  out.q_heads = args.q_heads;
-  out.kv_heads = args.kv_heads;
-  out.head_dim = args.head_dim;
-  out.prefill_chunk = args.prefill_chunk;
-  out.kv_dtype = get_enum(args.kv_dtype);
-  out.configured = args.configured;
-  return f;
-}
-
-template <>
-Failure run<CalbinGetModel>(Ctx& c, const CalbinGetModel::In& in, CalbinGetModel::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Calbin_GetModel_Args>();
-  args.calbin = calbin;
-  args.model_index = in.model_index;
-  Failure f = call(c, c.api->Calbin_GetModel(&args));
-  out.name = str(args.name);
-  out.type = get_enum(args.type);
-  out.input_count = args.input_count;
-  out.output_count = args.output_count;
-  out.csr_count = args.csr_count;
-  return f;
-}
-
-template <>
-Failure run<CalbinGetTensor>(Ctx& c, const CalbinGetTensor::In& in, CalbinGetTensor::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Calbin_GetTensor_Args>();
-  args.calbin = calbin;
-  args.model_name = c_str(in.model_name);
-  put_enum(args.direction, in.direction);
-  args.index = in.index;
-  Failure f = call(c, c.api->Calbin_GetTensor(&args));
-  out.name = str(args.name);
-  out.role = get_enum(args.role);
-  out.dtype = get_enum(args.dtype);
-  out.rank = args.rank;
-  std::copy(std::begin(args.dims), std::end(args.dims), out.dims.begin());
-  out.layout = get_enum(args.layout);
-  out.tile_d0 = args.tile_d0;
-  out.size_bytes = args.size_bytes;
-  out.device_address = args.device_address;
-  out.chip_mask = args.chip_mask;
-  return f;
-}
-
-template <>
-Failure run<CalbinGetCsr>(Ctx& c, const CalbinGetCsr::In& in, CalbinGetCsr::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Calbin_GetCsr_Args>();
-  args.calbin = calbin;
-  args.model_name = c_str(in.model_name);
-  args.index = in.index;
-  Failure f = call(c, c.api->Calbin_GetCsr(&args));
-  out.name = str(args.name);
-  out.address = args.address;
-  return f;
-}
-
-template <>
-Failure run<CalbinConfigure>(Ctx& c, const CalbinConfigure::In& in, CalbinConfigure::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Calbin_Configure_Args>();
-  args.calbin = calbin;
-  args.timeout_ns = in.timeout_ns;
-  Failure f = call(c, c.api->Calbin_Configure(&args));
-  out.configure_time_ns = args.configure_time_ns;
-  out.chip_count = args.chip_count;
-  std::copy(std::begin(args.memory_used_bytes), std::end(args.memory_used_bytes),
-            out.memory_used_bytes.begin());
   return f;
 }
 
@@ -315,42 +265,35 @@ Failure run<CalbinConfigure>(Ctx& c, const CalbinConfigure::In& in, CalbinConfig
 
 template <>
 Failure run<BufferCreate>(Ctx& c, const BufferCreate::In& in, BufferCreate::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Buffer_Create_Args>();
-  args.calbin = calbin;
-  args.model_name = c_str(in.model_name);
-  put_enum(args.direction, in.direction);
-  args.slot = in.slot;
-  Failure f = call(c, c.api->Buffer_Create(&args));
-  if (f.ok()) out.buffer.id = c.objects->handles.add(HandleKind::buffer, args.buffer, in.calbin.id);
+  auto args = args_from<BufferCreate>(c, in);
+  if (!args) return std::move(args.error());
+  Failure f = invoke<BufferCreate>(c, *args);
+  if (f.ok()) {
+    out.buffer.id = c.objects->handles.add(HandleKind::buffer, args->buffer, in.calbin.id);
+  }
   return f;
 }
 
 template <>
-Failure run<BufferDestroy>(Ctx& c, const BufferDestroy::In& in, BufferDestroy::Out&) {
-  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.handle, "handle");
-  auto args = make_args<Calrt_Buffer_Destroy_Args>();
-  args.buffer = buffer;
-  Failure f = call(c, c.api->Buffer_Destroy(&args));
+Failure run<BufferDestroy>(Ctx& c, const BufferDestroy::In& in, BufferDestroy::Out& out) {
+  Failure f = forward_call<BufferDestroy>(c, in, out);
   if (f.ok()) {
-    c.objects->handles.remove(in.handle.id);
-    forget_buffer_mappings(*c.objects, in.handle.id);
+    c.objects->handles.remove(in.buffer.id);
+    forget_buffer_mappings(*c.objects, in.buffer.id);
   }
   return f;
 }
 
 template <>
 Failure run<BufferMap>(Ctx& c, const BufferMap::In& in, BufferMap::Out& out) {
-  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
-  auto args = make_args<Calrt_Buffer_Map_Args>();
-  args.buffer = buffer;
-  args.tensor_index = in.tensor_index;
-  args.timeout_ns = in.timeout_ns;
-  Failure f = call(c, c.api->Buffer_Map(&args));
+  auto mapped = args_from<BufferMap>(c, in);
+  if (!mapped) return std::move(mapped.error());
+  Calrt_Buffer_Map_Args& args = *mapped;
+  Failure f = invoke<BufferMap>(c, args);
   if (!f.ok()) return f;
   if (args.size_bytes > kMaxMapBytes || (args.data == nullptr && args.size_bytes > 0)) {
     auto unmap = make_args<Calrt_Buffer_Unmap_Args>();
-    unmap.buffer = buffer;
+    unmap.buffer = args.buffer;
     unmap.tensor_index = in.tensor_index;
     (void)call(c, c.api->Buffer_Unmap(&unmap));
     return {CALRT_OUT_OF_RANGE,
@@ -391,42 +334,15 @@ Failure run<BufferUnmap>(Ctx& c, const BufferUnmap::In& in, BufferUnmap::Out&) {
   return f;
 }
 
-template <>
-Failure run<BufferSetCsr>(Ctx& c, const BufferSetCsr::In& in, BufferSetCsr::Out&) {
-  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
-  auto args = make_args<Calrt_Buffer_SetCsr_Args>();
-  args.buffer = buffer;
-  args.csr_index = in.csr_index;
-  args.value = in.value;
-  return call(c, c.api->Buffer_SetCsr(&args));
-}
-
-template <>
-Failure run<BufferGetCsr>(Ctx& c, const BufferGetCsr::In& in, BufferGetCsr::Out& out) {
-  SIMDEV_GET(buffer, CalrtBuffer, HandleKind::buffer, in.buffer, "buffer");
-  auto args = make_args<Calrt_Buffer_GetCsr_Args>();
-  args.buffer = buffer;
-  args.csr_index = in.csr_index;
-  Failure f = call(c, c.api->Buffer_GetCsr(&args));
-  out.value = args.value;
-  return f;
-}
-
 // ---- Job ----------------------------------------------------------------------------
 
 template <>
 Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
-  SIMDEV_GET(output, CalrtBuffer, HandleKind::buffer, in.output, "output");
-  auto args = make_args<Calrt_Job_Submit_Args>();
-  args.calbin = calbin;
-  args.model_name = c_str(in.model_name);
-  args.input = input;
-  args.output = output;
-  Failure f = call(c, c.api->Job_Submit(&args));
+  auto args = args_from<JobSubmit>(c, in);
+  if (!args) return std::move(args.error());
+  Failure f = invoke<JobSubmit>(c, *args);
   if (f.ok()) {
-    out.job.id = c.objects->handles.add(HandleKind::job, args.job, in.calbin.id);
+    out.job.id = c.objects->handles.add(HandleKind::job, args->job, in.calbin.id);
     c.host->trace().job_submitted(c.session_id);
   }
   return f;
@@ -436,16 +352,8 @@ Failure run<JobSubmit>(Ctx& c, const JobSubmit::In& in, JobSubmit::Out& out) {
 Failure job_status(Ctx& c, CalrtJob* job, JobStatusOut& out) {
   auto args = make_args<Calrt_Job_Status_Args>();
   args.job = job;
-  Failure f = call(c, c.api->Job_Status(&args));
-  out.state = get_enum(args.state);
-  out.code = get_enum(args.code);
-  out.message = str(args.message);
-  out.submit_time_ns = args.submit_time_ns;
-  out.start_time_ns = args.start_time_ns;
-  out.end_time_ns = args.end_time_ns;
-  out.h2d_end_time_ns = args.h2d_end_time_ns;
-  out.compute_end_time_ns = args.compute_end_time_ns;
-  out.compute_start_time_ns = args.compute_start_time_ns;
+  Failure f = invoke<JobStatus>(c, args);
+  outs_from<JobStatus>(args, out);
   return f;
 }
 
@@ -503,16 +411,18 @@ Failure run<JobWait>(Ctx& c, const JobWait::In& in, JobWait::Out& out) {
 }
 
 // Job 0: the job of the session's last batch that waits (SessionObjects::batch_job).
-OneHandle job_named(const Ctx& c, const OneHandle& in) {
-  return in.handle.id == 0 ? OneHandle{WireHandle{c.objects->batch_job}} : in;
+template <class In>
+In job_named(const Ctx& c, In in) {
+  if (in.job.id == 0) in.job.id = c.objects->batch_job;
+  return in;
 }
 
 template <>
 Failure run<JobStatus>(Ctx& c, const JobStatus::In& named, JobStatus::Out& out) {
-  const OneHandle in = job_named(c, named);
-  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
+  const JobStatus::In in = job_named(c, named);
+  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.job, "job");
   Failure f = job_status(c, job, out);
-  if (const auto by = c.objects->preempted_by.find(in.handle.id);
+  if (const auto by = c.objects->preempted_by.find(in.job.id);
       by != c.objects->preempted_by.end() && out.state == CALRT_JOB_CANCELLED) {
     out.code = CALRT_PREEMPTED;
     out.message = "preempted: session " + std::to_string(by->second) +
@@ -522,24 +432,17 @@ Failure run<JobStatus>(Ctx& c, const JobStatus::In& named, JobStatus::Out& out) 
 }
 
 template <>
-Failure run<JobCancel>(Ctx& c, const JobCancel::In& named, JobCancel::Out&) {
-  const OneHandle in = job_named(c, named);
-  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
-  auto args = make_args<Calrt_Job_Cancel_Args>();
-  args.job = job;
-  return call(c, c.api->Job_Cancel(&args));
+Failure run<JobCancel>(Ctx& c, const JobCancel::In& named, JobCancel::Out& out) {
+  return forward_call<JobCancel>(c, job_named(c, named), out);
 }
 
 template <>
-Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& named, JobDestroy::Out&) {
-  const OneHandle in = job_named(c, named);
-  SIMDEV_GET(job, CalrtJob, HandleKind::job, in.handle, "handle");
-  auto args = make_args<Calrt_Job_Destroy_Args>();
-  args.job = job;
-  Failure f = call(c, c.api->Job_Destroy(&args));
+Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& named, JobDestroy::Out& out) {
+  const JobDestroy::In in = job_named(c, named);
+  Failure f = forward_call<JobDestroy>(c, in, out);
   if (f.ok()) {
-    c.objects->handles.remove(in.handle.id);
-    c.objects->preempted_by.erase(in.handle.id);
+    c.objects->handles.remove(in.job.id);
+    c.objects->preempted_by.erase(in.job.id);
   }
   return f;
 }
@@ -548,92 +451,21 @@ Failure run<JobDestroy>(Ctx& c, const JobDestroy::In& named, JobDestroy::Out&) {
 
 template <>
 Failure run<KvAllocate>(Ctx& c, const KvAllocate::In& in, KvAllocate::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.calbin, "calbin");
-  auto args = make_args<Calrt_Kv_Allocate_Args>();
-  args.calbin = calbin;
-  args.capacity_tokens = in.capacity_tokens;
-  Failure f = call(c, c.api->Kv_Allocate(&args));
-  if (f.ok()) out.kv.id = c.objects->handles.add(HandleKind::kv, args.kv, in.calbin.id);
+  auto args = args_from<KvAllocate>(c, in);
+  if (!args) return std::move(args.error());
+  Failure f = invoke<KvAllocate>(c, *args);
+  if (f.ok()) out.kv.id = c.objects->handles.add(HandleKind::kv, args->kv, in.calbin.id);
   return f;
 }
 
 template <>
-Failure run<KvApply>(Ctx& c, const KvApply::In& in, KvApply::Out&) {
-  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.kv, "kv");
-  SIMDEV_GET(input, CalrtBuffer, HandleKind::buffer, in.input, "input");
-  auto args = make_args<Calrt_Kv_Apply_Args>();
-  args.kv = kv;
-  args.input = input;
-  args.row = in.row;
-  return call(c, c.api->Kv_Apply(&args));
-}
-
-template <>
-Failure run<KvFree>(Ctx& c, const KvFree::In& in, KvFree::Out&) {
-  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
-  auto args = make_args<Calrt_Kv_Free_Args>();
-  args.kv = kv;
-  Failure f = call(c, c.api->Kv_Free(&args));
-  if (f.ok()) c.objects->handles.remove(in.handle.id);
-  return f;
-}
-
-template <>
-Failure run<KvClear>(Ctx& c, const KvClear::In& in, KvClear::Out&) {
-  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
-  auto args = make_args<Calrt_Kv_Clear_Args>();
-  args.kv = kv;
-  return call(c, c.api->Kv_Clear(&args));
-}
-
-template <>
-Failure run<KvInfo>(Ctx& c, const KvInfo::In& in, KvInfo::Out& out) {
-  SIMDEV_GET(kv, CalrtKv, HandleKind::kv, in.handle, "handle");
-  auto args = make_args<Calrt_Kv_Info_Args>();
-  args.kv = kv;
-  Failure f = call(c, c.api->Kv_Info(&args));
-  out.capacity_tokens = args.capacity_tokens;
-  out.filled_tokens = args.filled_tokens;
-  return f;
-}
-
-template <>
-Failure run<KvCapacity>(Ctx& c, const KvCapacity::In& in, KvCapacity::Out& out) {
-  SIMDEV_GET(calbin, CalrtCalbin, HandleKind::calbin, in.handle, "handle");
-  auto args = make_args<Calrt_Kv_Capacity_Args>();
-  args.calbin = calbin;
-  Failure f = call(c, c.api->Kv_Capacity(&args));
-  out.total_tokens = args.total_tokens;
-  out.free_tokens = args.free_tokens;
-  out.largest_free_tokens = args.largest_free_tokens;
-  out.bytes_per_token_per_chip = args.bytes_per_token_per_chip;
-  out.live_handles = args.live_handles;
+Failure run<KvFree>(Ctx& c, const KvFree::In& in, KvFree::Out& out) {
+  Failure f = forward_call<KvFree>(c, in, out);
+  if (f.ok()) c.objects->handles.remove(in.kv.id);
   return f;
 }
 
 // ---- Extensions ---------------------------------------------------------------------
-
-template <>
-Failure run<ClockGet>(Ctx& c, const ClockGet::In& in, ClockGet::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
-  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
-  auto args = make_args<Calrt_Clock_Get_Args>();
-  args.device = device;
-  Failure f = call(c, ext->Clock_Get(&args));
-  out.mode = get_enum(args.mode);
-  out.device_time_ns = args.device_time_ns;
-  return f;
-}
-
-template <>
-Failure run<ClockHostSpend>(Ctx& c, const ClockHostSpend::In& in, ClockHostSpend::Out&) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
-  SIMDEV_EXT(ext, CalrtClockExtension, CALRT_EXT_CLOCK, CALRT_CLOCK_EXTENSION_STRUCT_SIZE, "clock");
-  auto args = make_args<Calrt_Clock_HostSpend_Args>();
-  args.device = device;
-  args.duration_ns = in.duration_ns;
-  return call(c, ext->Clock_HostSpend(&args));
-}
 
 template <>
 Failure run<TraceEnable>(Ctx& c, const TraceEnable::In& in, TraceEnable::Out&) {
@@ -711,17 +543,6 @@ Failure run<DiagReport>(Ctx& c, const DiagReport::In& in, DiagReport::Out& out) 
   if (f.ok() && args.size <= buffer.size()) {
     out.report.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(args.size));
   }
-  return f;
-}
-
-template <>
-Failure run<DiagStateHash>(Ctx& c, const DiagStateHash::In& in, DiagStateHash::Out& out) {
-  SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.handle, "handle");
-  SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
-  auto args = make_args<Calrt_Diag_StateHash_Args>();
-  args.device = device;
-  Failure f = call(c, ext->Diag_StateHash(&args));
-  out.hash = args.hash;
   return f;
 }
 

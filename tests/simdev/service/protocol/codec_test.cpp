@@ -2,6 +2,7 @@
 // decoders refuse malformed input with a message naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,90 @@ std::vector<uint8_t> header_bytes(uint32_t length, uint16_t type, uint16_t flags
 TEST(ProtocolCodec, EveryCallRoundTripsInAndOut) {
   EXPECT_EQ(count_calls(svc::AllCalls{}), 39u);
   for (uint64_t seed : {1ull, 2ull, 3ull, 1000ull}) round_trip_all(svc::AllCalls{}, seed);
+}
+
+// The bytes of every call's request and response, filled as the round trips fill them, as
+// FNV-1a digests: a change of any layout (a field added, dropped, reordered or retyped, a call
+// renumbered) shows here, and asks for a new protocol major (PROTOCOL.md, "Connection").
+struct PinnedCall {
+  const char* call;
+  uint64_t request;
+  uint64_t response;
+};
+constexpr PinnedCall kPinned[] = {
+    {"Device_Create", 0x43e7d191d562b5eaull, 0x65950a9a5eb16fecull},
+    {"Device_Destroy", 0xfc89f1382439946eull, 0xb24382296b9d16eaull},
+    {"Device_Status", 0x21da5e46b6c80667ull, 0x3dee2e367e6df825ull},
+    {"Device_ChipStatus", 0x09de67b7c4486338ull, 0x8af7d7ac7e630b10ull},
+    {"Device_Reset", 0x2ff152be0f38b5b9ull, 0x4f4d193f98f1bb57ull},
+    {"Device_SetParallelMode", 0xdc0974997e25374aull, 0xd9d6471d4b6e45b6ull},
+    {"Calbin_Create", 0x6eb3f020c8ebf4a1ull, 0x49dd390e800d17aeull},
+    {"Calbin_Destroy", 0x77121f37199dc2c4ull, 0x9980bddab742a910ull},
+    {"Calbin_GetInfo", 0x9c628c45ac2c34bdull, 0xeb61e81fc15334e5ull},
+    {"Calbin_GetModel", 0x0134f560cc590ff6ull, 0x1b4ad72f0e9895f3ull},
+    {"Calbin_GetTensor", 0xef85b021d2006841ull, 0xa9565012564fb5d8ull},
+    {"Calbin_GetCsr", 0x88b7c9e4e28f67aaull, 0x6b7a065f61893d21ull},
+    {"Calbin_Configure", 0x23badc07fe2e02f9ull, 0x78d3a3eae8f2b0e3ull},
+    {"Buffer_Create", 0x1c3e55f117e381b8ull, 0x7b3152ebdbca5b95ull},
+    {"Buffer_Destroy", 0x51c1b228870f50cbull, 0x537f96a34ed592edull},
+    {"Buffer_Map", 0xb0d26ff434f16924ull, 0xcd9b974b3897effeull},
+    {"Buffer_Unmap", 0x2cfc18472763194aull, 0x132a0d60baa9f647ull},
+    {"Buffer_SetCsr", 0x864abedbdbc2cfb6ull, 0xbdd9a1ab7e41379aull},
+    {"Buffer_GetCsr", 0xf5a032506e899d67ull, 0x0d4712fcb31da261ull},
+    {"Job_Submit", 0x076dc562a3fb6a7bull, 0x97fd47da482449afull},
+    {"Job_Wait", 0x99d4e056f722bf4full, 0x478856ee687b639eull},
+    {"Job_Status", 0xf19a4d360f01f11aull, 0x010c5e4f02bf0cb9ull},
+    {"Job_Cancel", 0x16eaba44a1906313ull, 0xd94a16645826ae95ull},
+    {"Job_Destroy", 0x01642f6f4e9fe754ull, 0xa5169d5cc9e65d00ull},
+    {"Kv_Allocate", 0x2f8ccb6816ef6d9dull, 0x2638f4b20d5b4964ull},
+    {"Kv_Apply", 0x63a015581dbf77faull, 0x43a4216c87925342ull},
+    {"Kv_Free", 0x7155769b064b3d3full, 0x3782d13181a84e71ull},
+    {"Kv_Clear", 0x6c227b3504661f70ull, 0xccaa4250a9b9086cull},
+    {"Kv_Info", 0x9172e84396f49169ull, 0xe2479445cf76530full},
+    {"Kv_Capacity", 0xb6c3555229830362ull, 0xdf99a938ca781d6aull},
+    {"Clock_Get", 0x5a93c431f2efc3f8ull, 0x80fb59d939d590d0ull},
+    {"Clock_HostSpend", 0xb4477f4544fb5d11ull, 0x74abafdef7b03543ull},
+    {"Trace_Enable", 0xde2d7b73295d6382ull, 0x1f5a4429bb45c396ull},
+    {"Trace_Read", 0x65131821414d0a43ull, 0xb17a5d49fd114d8full},
+    {"Fault_SetPlan", 0xc1ffbdb42043f07cull, 0xdf05bae7271bd9f0ull},
+    {"Fault_GetHits", 0x4679682278305fbdull, 0x74f17e0c833be131ull},
+    {"Diag_Report", 0x38df8fffe84fb496ull, 0xf02633149e754d26ull},
+    {"Diag_StateHash", 0x24efc7b40f55f40full, 0x550a9b3597cadbf9ull},
+    {"Batch", 0x33ecf1b911245ac6ull, 0xccb8165bfa821a30ull},
+};
+
+uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const uint8_t byte : bytes) {
+    hash = (hash ^ byte) * 1099511628211ull;
+  }
+  return hash;
+}
+
+template <class C>
+void expect_pinned(const PinnedCall& pinned) {
+  typename C::In in{};
+  Filler in_filler{7};
+  in.visit(in_filler);
+  svc::Response<C> response;
+  Filler out_filler{11};
+  response.out.visit(out_filler);
+  response.code = CALRT_OUT_OF_RANGE;
+  response.message = "m";
+  EXPECT_STREQ(svc::to_string(C::kCall), pinned.call);
+  EXPECT_EQ(fnv1a(svc::encode_request_payload<C>(in)), pinned.request) << pinned.call;
+  EXPECT_EQ(fnv1a(svc::encode_response_payload<C>(response)), pinned.response) << pinned.call;
+}
+
+template <class... Calls>
+void expect_all_pinned(svc::CallList<Calls...>) {
+  size_t i = 0;
+  (expect_pinned<Calls>(kPinned[i++]), ...);
+}
+
+TEST(ProtocolCodec, EveryPayloadKeepsItsBytes) {
+  ASSERT_EQ(std::size(kPinned), count_calls(svc::AllCalls{}));
+  expect_all_pinned(svc::AllCalls{});
 }
 
 TEST(ProtocolCodec, DefaultMessagesRoundTrip) {

@@ -181,7 +181,7 @@ TEST(DaemonCalbin, MapWriteBackAndCleanupOnDisconnect) {
     Client b(daemon.socket());
     attach(b);
     svc::CalbinGetInfo::In info;
-    info.handle.id = calbin_id;
+    info.calbin.id = calbin_id;
     auto foreign = b.call<svc::CalbinGetInfo>(info);
     EXPECT_EQ(foreign.code, static_cast<uint32_t>(CALRT_INVALID_HANDLE));
     EXPECT_NE(foreign.message.find(std::to_string(calbin_id)), std::string::npos);
@@ -265,7 +265,7 @@ TEST(DaemonCalbin, ABatchedSubmitIsAnsweredByItsWaitWithTheOutput) {
 
   // The id names the job; the bytes are the output's.
   const svc::JobStatusOut status =
-      ok(a.call<svc::JobStatus>(svc::OneHandle{waited.job}), "Job_Status");
+      ok(a.call<svc::JobStatus>(svc::JobStatus::In{waited.job}), "Job_Status");
   EXPECT_EQ(status.state, static_cast<uint32_t>(CALRT_JOB_COMPLETED));
   EXPECT_EQ(status.end_time_ns, waited.status[0].end_time_ns);
   svc::BufferMap::In map;

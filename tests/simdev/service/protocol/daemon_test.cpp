@@ -321,7 +321,7 @@ TEST_F(DaemonTest, HandshakeAttachStatusDetach) {
   EXPECT_EQ(status.out.abi_major, static_cast<uint32_t>(CALRT_ABI_MAJOR));
   EXPECT_GE(client.keepalives(), 1u);
   svc::DiagStateHash::In hash;
-  hash.handle.id = device;
+  hash.device.id = device;
   EXPECT_EQ(client.call<svc::DiagStateHash>(hash).code, 0u);
   svc::DeviceDestroy::In destroy;
   destroy.device.id = device;
@@ -561,7 +561,7 @@ TEST_F(DaemonTest, HandlesAreIsolatedBetweenSessions) {
   EXPECT_NE(foreign.message.find(std::to_string(device_a)), std::string::npos) << foreign.message;
   // A device id used as a calbin: the kind is checked too.
   svc::CalbinGetInfo::In info;
-  info.handle.id = device_b;
+  info.calbin.id = device_b;
   auto wrong_kind = b.call<svc::CalbinGetInfo>(info);
   EXPECT_EQ(wrong_kind.code, static_cast<uint32_t>(CALRT_INVALID_HANDLE));
   EXPECT_NE(wrong_kind.message.find("not a calbin"), std::string::npos) << wrong_kind.message;
@@ -596,7 +596,7 @@ TEST_F(DaemonTest, ABatchRunsOnlyHeldCallsAndStopsAtTheFirstFailure) {
   svc::BufferSetCsr::In set_csr;
   set_csr.buffer.id = 777;  // no such buffer
   svc::JobDestroy::In destroy;
-  destroy.handle.id = 778;
+  destroy.job.id = 778;
   svc::JobSubmit::In submit;
   submit.calbin.id = 779;
   submit.model_name = "decode";
@@ -663,7 +663,7 @@ TEST_F(DaemonTest, ABatchEndingInAWaitNeedsAVirtualClock) {
   client.handshake();
   client.attach();
   svc::JobDestroy::In destroy;
-  destroy.handle.id = 778;  // no such job: its refusal would show had the batch run
+  destroy.job.id = 778;  // no such job: its refusal would show had the batch run
   svc::JobSubmit::In submit;
   submit.calbin.id = 779;
   svc::Batch::In batch;
@@ -962,7 +962,7 @@ TEST_F(DaemonTest, AFloodingSessionDoesNotStallAnother) {
   victim.handshake("victim");
   const uint64_t victim_device = victim.attach();  // the same device: the daemon hosts one
   svc::ClockGet::In get;
-  get.handle.id = device;
+  get.device.id = device;
   const auto before = flood.call<svc::ClockGet>(get);
   ASSERT_EQ(before.code, 0u) << before.message;
   svc::ClockHostSpend::In spend;
@@ -972,7 +972,7 @@ TEST_F(DaemonTest, AFloodingSessionDoesNotStallAnother) {
   const std::vector<uint8_t> burst = request_burst<svc::ClockHostSpend>(1000, kFlood, spend);
   // The victim's handles are its own; the clock is the device's.
   svc::ClockGet::In victim_get;
-  victim_get.handle.id = victim_device;
+  victim_get.device.id = victim_device;
   // Both arrive while the daemon is stopped, the flood first: on waking it has both to read
   // before the flood's first request has answered.
   daemon_->stop();
