@@ -128,7 +128,7 @@ Status Device::load_weights(CalbinImage& image) {
   if (config_.numerics_mutant == NumericsMutant::v_cache_bf16) {
     dims->v_int8 = false;  // the mutant keeps the declared int8 V-cache in BF16
   }
-  auto workers = std::make_unique<Workers>(config_.host_threads);
+  std::shared_ptr<Workers> workers = Workers::shared(config_.host_threads);
   // The chips load side by side; the first failure in chip order is the one reported.
   std::vector<Expected<ChipWeights>> chips(image.manifest.chips, ChipWeights{});
   workers->run(chips.size(), [&](size_t c) {

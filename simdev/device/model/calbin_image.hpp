@@ -36,8 +36,9 @@ struct CalbinImage {
   std::unique_ptr<KvAllocator> kv_allocator;
   // The chips' working memory between steps; the device runs one step at a time.
   std::vector<ChipScratch> scratch;
-  // The host threads the configured calbin's steps run on (DeviceConfig::host_threads).
-  std::unique_ptr<Workers> workers;
+  // The host threads the configured calbin's steps run on (DeviceConfig::host_threads),
+  // shared with every other calbin in the process (Workers::shared).
+  std::shared_ptr<Workers> workers;
 
   bool functional() const { return !manifest.timing_only && !weights.empty(); }
 

@@ -1,6 +1,7 @@
 #include "simdev/device/model/workers.hpp"
 
 #include <chrono>
+#include <map>
 
 namespace simdev {
 namespace {
@@ -57,6 +58,7 @@ void Workers::run(size_t count, const std::function<void(size_t)>& piece) {
     for (size_t i = 0; i < count; ++i) piece(i);
     return;
   }
+  std::lock_guard turn(run_mutex_);
   std::unique_lock lock(mutex_);
   piece_ = &piece;
   count_ = count;
@@ -69,6 +71,19 @@ void Workers::run(size_t count, const std::function<void(size_t)>& piece) {
   while (finished_ < count_) work_done_.wait_for(lock, kIdleWake);
   piece_ = nullptr;
   count_ = 0;
+}
+
+std::shared_ptr<Workers> Workers::shared(size_t threads) {
+  if (threads == 0) threads = std::thread::hardware_concurrency();
+  static std::mutex mutex;
+  static std::map<size_t, std::weak_ptr<Workers>> pools;
+  std::lock_guard lock(mutex);
+  std::shared_ptr<Workers> pool = pools[threads].lock();
+  if (!pool) {
+    pool = std::make_shared<Workers>(threads);
+    pools[threads] = pool;
+  }
+  return pool;
 }
 
 Range split_range(size_t count, size_t parts, size_t i, size_t align) {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,6 +26,13 @@ class Workers {
 
   size_t threads() const { return threads_.size() + 1; }
 
+  // The process's pool of that many threads (0: the machine's), made on first use and kept
+  // while someone holds it: every calbin of every device in the process shares it, so a
+  // client that configures many calbins does not start threads for each. Callers from
+  // different threads take turns (run is serialised); the device runs one step at a time
+  // anyway.
+  static std::shared_ptr<Workers> shared(size_t threads);
+
   // Runs piece(i) for every i in [0, count) and returns when all have finished; the caller
   // takes pieces too. A call from inside a piece runs its pieces inline, so a matmul split
   // inside one chip's piece does not wait on the other chips' threads.
@@ -35,6 +43,7 @@ class Workers {
   // Takes and runs pieces of the current batch until none is left.
   void drain(std::unique_lock<std::mutex>& lock);
 
+  std::mutex run_mutex_;  // one run() at a time from outside the pool
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;

@@ -62,6 +62,26 @@ TEST(Workers, ANestedRunStaysOnItsThread) {
   EXPECT_EQ(mismatched.load(), 0);
 }
 
+// One pool per thread count while it is held; callers on two threads take turns and each
+// still gets every piece of its own run.
+TEST(Workers, TheSharedPoolIsOnePerThreadCountAndTakesTurns) {
+  const auto a = Workers::shared(2), b = Workers::shared(2), c = Workers::shared(3);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE(a.get(), c.get());
+  std::atomic<int> total{0};
+  auto caller = [&] {
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::atomic<int>> runs(8);
+      a->run(8, [&](size_t i) { runs[i]++; });
+      for (auto& r : runs) total += r.load() == 1 ? 1 : 1000;
+    }
+  };
+  std::thread one(caller), two(caller);
+  one.join();
+  two.join();
+  EXPECT_EQ(total.load(), 2 * 200 * 8);
+}
+
 TEST(Workers, ZeroThreadsTakesTheMachines) {
   Workers workers(0);
   EXPECT_EQ(workers.threads(), std::max<size_t>(1, std::thread::hardware_concurrency()));
