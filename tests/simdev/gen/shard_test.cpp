@@ -1,5 +1,7 @@
 #include "simdev/gen/weights/shard.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -50,8 +52,11 @@ TEST(MakeWeights, AnyThreadCountDrawsTheSameTensors) {
         EXPECT_EQ(many[i].spec.name, one[i].spec.name);
         EXPECT_EQ(many[i].bf16, one[i].bf16) << one[i].spec.name;
         EXPECT_EQ(many[i].quantised.values, one[i].quantised.values) << one[i].spec.name;
-        EXPECT_EQ(0, std::memcmp(many[i].quantised.scales.data(), one[i].quantised.scales.data(),
-                                 one[i].quantised.scales.size() * sizeof(float)))
+        EXPECT_TRUE(std::equal(many[i].quantised.scales.begin(), many[i].quantised.scales.end(),
+                               one[i].quantised.scales.begin(), one[i].quantised.scales.end(),
+                               [](float a, float b) {
+                                 return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+                               }))
             << one[i].spec.name;
       }
     }
