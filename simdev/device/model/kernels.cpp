@@ -14,7 +14,13 @@ namespace simdev::kernels {
 // copy per instruction set, picked once at load: wider registers, the same operations on each
 // element, so the same bits. No FMA contraction either way (-ffp-contract=off). Clang 14 drops
 // the attribute from a function declared before without it, so it goes on internal helpers.
-#if defined(CALRT_KERNELS_X86) && defined(__clang__)
+// ThreadSanitizer's runtime is not up when an ifunc resolver runs at load: no clones there.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIMDEV_NO_CLONES 1
+#endif
+#endif
+#if defined(CALRT_KERNELS_X86) && defined(__clang__) && !defined(SIMDEV_NO_CLONES)
 #define SIMDEV_WIDE_LOOPS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SIMDEV_WIDE_LOOPS

@@ -9,7 +9,13 @@
 #include <functional>
 #include <thread>
 
-#if defined(__clang__) && defined(__x86_64__)
+// ThreadSanitizer's runtime is not up when an ifunc resolver runs at load: no clones there.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIMDEV_REFERENCE_NO_CLONES 1
+#endif
+#endif
+#if defined(__clang__) && defined(__x86_64__) && !defined(SIMDEV_REFERENCE_NO_CLONES)
 #define SIMDEV_REFERENCE_WIDE_LOOPS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SIMDEV_REFERENCE_WIDE_LOOPS
