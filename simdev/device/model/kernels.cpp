@@ -216,32 +216,33 @@ void w4af16_matmul(const float* x16, size_t rows, size_t in, const int8_t* w, co
 
 float dot_f32(const float* x, const float* w, size_t count) { return lane_dot(x, w, count); }
 
-void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out,
-                Isa isa) {
+namespace {
+
+// One dispatch for the FP32 and the BF16 weights: the per-set kernels are overloads.
+template <class W>
+void matvec_on(Isa isa, const float* x, size_t in, const W* w, size_t out_features, float* out) {
   switch (isa) {
 #if defined(CALRT_KERNELS_X86)
     case Isa::avx512_vnni:
-      return avx512::f32_matvec(x, in, w, out_features, out);
+      return avx512::matvec(x, in, w, out_features, out);
     case Isa::avx2:
-      return avx2::f32_matvec(x, in, w, out_features, out);
+      return avx2::matvec(x, in, w, out_features, out);
 #endif
     default:
       for (size_t o = 0; o < out_features; ++o) out[o] = lane_dot(x, w + o * in, in);
   }
 }
 
+}  // namespace
+
+void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out,
+                Isa isa) {
+  matvec_on(isa, x, in, w, out_features, out);
+}
+
 void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out,
                  Isa isa) {
-  switch (isa) {
-#if defined(CALRT_KERNELS_X86)
-    case Isa::avx512_vnni:
-      return avx512::bf16_matvec(x, in, w, out_features, out);
-    case Isa::avx2:
-      return avx2::bf16_matvec(x, in, w, out_features, out);
-#endif
-    default:
-      for (size_t o = 0; o < out_features; ++o) out[o] = lane_dot(x, w + o * in, in);
-  }
+  matvec_on(isa, x, in, w, out_features, out);
 }
 
 void rope_table(int64_t position, size_t dim, double theta, float* cos_out, float* sin_out) {

@@ -130,7 +130,7 @@ void add_tail(__m256& low, __m256& high, const float* x, const W* w, size_t coun
 }
 
 template <class W>
-void matvec(const float* x, size_t in, const W* w, size_t out_features, float* out) {
+void matvec_rows(const float* x, size_t in, const W* w, size_t out_features, float* out) {
   for (size_t o = 0; o < out_features; ++o) {
     const W* row = w + o * in;
     __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
@@ -160,12 +160,12 @@ void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8
   }
 }
 
-void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
-  matvec(x, in, w, out_features, out);
+void matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
+  matvec_rows(x, in, w, out_features, out);
 }
 
-void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out) {
-  matvec(x, in, w, out_features, out);
+void matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out) {
+  matvec_rows(x, in, w, out_features, out);
 }
 
 }  // namespace simdev::kernels::avx2

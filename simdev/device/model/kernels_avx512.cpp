@@ -165,7 +165,7 @@ __m512 load_weights(const uint16_t* w, __mmask16 mask) {
 
 // kRows outputs per pass; the last pass repeats the final row where fewer remain.
 template <class W, int kRows = 1>
-void matvec(const float* x, size_t in, const W* w, size_t out_features, float* out) {
+void matvec_rows(const float* x, size_t in, const W* w, size_t out_features, float* out) {
   const __mmask16 all = 0xffff;
   for (size_t o0 = 0; o0 < out_features; o0 += kRows) {
     const W* rows[kRows];
@@ -219,12 +219,12 @@ void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8
   }
 }
 
-void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
-  matvec(x, in, w, out_features, out);
+void matvec(const float* x, size_t in, const float* w, size_t out_features, float* out) {
+  matvec_rows(x, in, w, out_features, out);
 }
 
-void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out) {
-  matvec(x, in, w, out_features, out);
+void matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out) {
+  matvec_rows(x, in, w, out_features, out);
 }
 
 }  // namespace simdev::kernels::avx512

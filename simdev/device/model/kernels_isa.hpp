@@ -10,11 +10,11 @@
 
 namespace simdev::kernels {
 
-#define SIMDEV_KERNELS_ISA_DECLARATIONS                                                        \
-  void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8Weights& w,  \
-                   float* out, size_t out_stride);                                             \
-  void f32_matvec(const float* x, size_t in, const float* w, size_t out_features, float* out); \
-  void bf16_matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out);
+#define SIMDEV_KERNELS_ISA_DECLARATIONS                                                       \
+  void int8_matmul(const int8_t* a, const float* a_scales, size_t rows, const Int8Weights& w, \
+                   float* out, size_t out_stride);                                            \
+  void matvec(const float* x, size_t in, const float* w, size_t out_features, float* out);    \
+  void matvec(const float* x, size_t in, const uint16_t* w, size_t out_features, float* out);
 
 namespace avx2 {
 SIMDEV_KERNELS_ISA_DECLARATIONS
