@@ -139,30 +139,15 @@ void rope(std::span<float> head, int64_t position, double theta) {
   }
 }
 
-// One query head against slots [0, slot_count) of its KV head, in MODEL.md's order: each
-// score over dimensions in index order, times float(1 / sqrt(D)); e = exp(score - max) in
-// FP32 summed in double in slot order; p = e * float(1 / sum); the output over slots in slot
-// order.
-// Each score still takes its dimensions in index order: the loop over dimensions is the
-// outer one so that the inner runs over contiguous slots.
-SIMDEV_REFERENCE_WIDE_LOOPS
-void attend_slots(std::span<const float> q, const ref::KvHead& kv, size_t slot_count,
-                  std::span<float> out) {
-  thread_local std::vector<float> weight;
-  weight.assign(slot_count, 0.0f);
-  for (size_t d = 0; d < kv.head_dim; ++d) {
-    const float qd = q[d];
-    const float* keys = kv.keys_t.data() + d * kv.capacity;
-    for (size_t j = 0; j < slot_count; ++j) {
-      const float product = qd * keys[j];
-      weight[j] += product;
-    }
-  }
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
+// The contract's softmax (MODEL.md, "Attention"; the scores and the weighted sum are
+// ref::attend_rows's, in MODEL.md's order): each score times float(1 / sqrt(D)),
+// e = exp(score - max) in FP32 summed in double in slot order, p = e * float(1 / sum).
+float normalised_softmax(std::span<float> weight, size_t head_dim) {
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   float top = -std::numeric_limits<float>::infinity();
-  for (size_t j = 0; j < slot_count; ++j) {
-    weight[j] = weight[j] * scale;
-    top = std::max(top, weight[j]);
+  for (float& w : weight) {
+    w = w * scale;
+    top = std::max(top, w);
   }
   double sum = 0.0;
   for (float& w : weight) {
@@ -170,15 +155,8 @@ void attend_slots(std::span<const float> q, const ref::KvHead& kv, size_t slot_c
     sum += w;
   }
   const auto inverse = static_cast<float>(1.0 / sum);
-  std::fill(out.begin(), out.end(), 0.0f);
-  for (size_t j = 0; j < slot_count; ++j) {
-    const float p = weight[j] * inverse;
-    const float* value = kv.values.data() + j * kv.head_dim;
-    for (size_t d = 0; d < kv.head_dim; ++d) {
-      const float product = p * value[d];
-      out[d] += product;
-    }
-  }
+  for (float& w : weight) w = w * inverse;
+  return 1.0f;
 }
 
 // w4af16: x rounded to BF16; per group, the exact products float(q) * x16 summed in FP32 in
@@ -498,14 +476,7 @@ void layer_rows(const PreparedLayer& w, std::vector<float>& x, size_t n,
                   c.v_cache == calbin::Dtype::kInt8 ? s8_rounded(value) : bf16_rounded(value));
     }
   }
-  const size_t group = c.q_heads / c.kv_heads;
-  split_two(n * c.q_heads, [&](size_t first, size_t count) {
-    for (size_t pair = first; pair < first + count; ++pair) {
-      const size_t t = pair / c.q_heads, head = pair % c.q_heads;
-      attend_slots(std::span(q).subspan(t * q_width + head * d, d), kv[head / group],
-                   first_slot + t + 1, std::span(attended).subspan(t * q_width + head * d, d));
-    }
-  });
+  ref::attend_rows(q, n, c.q_heads, kv, c.kv_heads, first_slot, normalised_softmax, attended);
   columns_product_rows_into(attended, n, w.o_proj, c.chips, x);
   if (probes != nullptr) probes->insert(probes->end(), x.end() - hidden, x.end());
   for (size_t t = 0; t < n; ++t) {

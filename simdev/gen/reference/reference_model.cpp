@@ -275,22 +275,14 @@ std::vector<float> attention(const PreparedLayer& w, const std::vector<float>& x
   normalise_and_rotate(q, count, hq, w.q_norm, positions, c);
   normalise_and_rotate(k, count, hkv, w.k_norm, positions, c);
   std::vector<float> attended(count * hq * d);
-  // Every token's K and V first: token t still attends to slots [0, past + t] only, so each
-  // (token, head) pair is independent and the pairs can be split between two threads.
+  // Every token's K and V first: token t still attends to slots [0, past + t] only.
   for (size_t t = 0; t < count; ++t) {
     for (size_t g = 0; g < hkv; ++g) {
       const size_t at = (t * hkv + g) * d;
       kv[g].store(past + t, std::span(k).subspan(at, d), std::span(v).subspan(at, d));
     }
   }
-  split_two(count * hq, [&](size_t first, size_t pairs) {
-    for (size_t pair = first; pair < first + pairs; ++pair) {
-      const size_t t = pair / hq, head = pair % hq;
-      const size_t at = (t * hq + head) * d;
-      attend(std::span(q).subspan(at, d), kv[head / (hq / hkv)], past + t + 1,
-             std::span(attended).subspan(at, d));
-    }
-  });
+  attend_rows(q, count, hq, kv, hkv, past, softmax_after_sum, attended);
   return matmul(attended, count, w.o_proj);
 }
 

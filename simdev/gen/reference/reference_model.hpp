@@ -69,8 +69,20 @@ struct KvHead {
   void store(size_t slot, std::span<const float> key, std::span<const float> value);
 };
 
-// softmax(q . K^T / sqrt(D)) V over slots [0, slot_count); out has D values.
-void attend(std::span<const float> q, const KvHead& kv, size_t slot_count, std::span<float> out);
+// How a query's scores over its slots become the weights of the value sum, in place; returns
+// the factor the weighted sum is multiplied by afterwards (1 when the weights are normalised).
+using SoftmaxRule = float (*)(std::span<float> scores, size_t head_dim);
+// The FP32 reference's rule: exp(s / sqrt(D) - max), normalised after the weighted sum.
+float softmax_after_sum(std::span<float> scores, size_t head_dim);
+
+// Attention of `count` tokens: token t's query heads attend to slots [0, first_slot + t + 1)
+// of their KV heads (query head h reads kv[h / (q_heads / kv_heads)]). q and out are
+// [count][q_heads][D]. A score is the sum over d in order of q[d] * k[d], one rounding for
+// each product and each sum; the weighted sum adds weight * value slot by slot in order. The
+// order is the device contract's (calbin/MODEL.md), whatever the blocking, the instruction
+// set or the threads: the two references differ only in their softmax rule.
+void attend_rows(std::span<const float> q, size_t count, size_t q_heads, const KvHead* kv,
+                 size_t kv_heads, size_t first_slot, SoftmaxRule softmax, std::span<float> out);
 
 struct Prepared;  // weights rearranged for the loops in reference_model.cpp
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "simdev/gen/reference/reference_model.hpp"
@@ -81,20 +82,87 @@ void KvHead::store(size_t slot, std::span<const float> key, std::span<const floa
 
 namespace {
 
+// A block of queries that read the same KV head: each key and value is loaded once for all of
+// them. 16 floats in one vector value: lane-wise IEEE products and sums, each lane one slot (or
+// one dimension), so the per-lane order is the scalar loop's.
+constexpr size_t kBlock = 4;
+constexpr size_t kLanes = 16;
+using Lanes = float __attribute__((vector_size(64)));
+
+// scores[i][j] = sum over d of q[i][d] * keys_t[d * stride + j], for slots j < slots.
 SIMDEV_REFERENCE_WIDE_LOOPS
-void attend_loops(std::span<const float> q, const KvHead& kv, size_t slot_count,
-                  std::span<float> out) {
-  // Scores accumulate dimension by dimension so the inner loop runs over contiguous slots.
-  thread_local std::vector<float> scores;
-  scores.assign(slot_count, 0.0f);
-  for (size_t d = 0; d < kv.head_dim; ++d) {
-    const float qd = q[d];
-    const float* keys = kv.keys_t.data() + d * kv.capacity;
-    for (size_t j = 0; j < slot_count; ++j) {
-      scores[j] += qd * keys[j];
+void dot_slots(const float* const* q, const float* keys_t, size_t stride, size_t head_dim,
+               size_t slots, float* const* scores) {
+  size_t j = 0;
+  for (; j + 4 * kLanes <= slots; j += 4 * kLanes) {
+    Lanes acc[kBlock][4] = {};
+    for (size_t d = 0; d < head_dim; ++d) {
+      Lanes k[4];
+      std::memcpy(k, keys_t + d * stride + j, sizeof k);
+      for (size_t i = 0; i < kBlock; ++i) {
+        const Lanes qd = q[i][d] - Lanes{};  // x - 0 is x, -0 included
+        for (size_t u = 0; u < 4; ++u) acc[i][u] += qd * k[u];
+      }
+    }
+    for (size_t i = 0; i < kBlock; ++i) std::memcpy(scores[i] + j, acc[i], sizeof acc[i]);
+  }
+  for (; j + kLanes <= slots; j += kLanes) {
+    Lanes acc[kBlock] = {};
+    for (size_t d = 0; d < head_dim; ++d) {
+      Lanes k;
+      std::memcpy(&k, keys_t + d * stride + j, sizeof k);
+      for (size_t i = 0; i < kBlock; ++i) acc[i] += (q[i][d] - Lanes{}) * k;
+    }
+    for (size_t i = 0; i < kBlock; ++i) std::memcpy(scores[i] + j, &acc[i], sizeof acc[i]);
+  }
+  for (; j < slots; ++j) {
+    for (size_t i = 0; i < kBlock; ++i) {
+      float s = 0.0f;
+      for (size_t d = 0; d < head_dim; ++d) s += q[i][d] * keys_t[d * stride + j];
+      scores[i][j] = s;
     }
   }
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kv.head_dim)));
+}
+
+// out[i][e] = sum over slots j < slots of p[i][j] * values[j * head_dim + e], in order of j.
+SIMDEV_REFERENCE_WIDE_LOOPS
+void weigh_values(const float* const* p, const float* values, size_t head_dim, size_t slots,
+                  float* const* out) {
+  size_t e = 0;
+  for (; e + 4 * kLanes <= head_dim; e += 4 * kLanes) {
+    Lanes acc[kBlock][4] = {};
+    for (size_t j = 0; j < slots; ++j) {
+      Lanes v[4];
+      std::memcpy(v, values + j * head_dim + e, sizeof v);
+      for (size_t i = 0; i < kBlock; ++i) {
+        const Lanes pj = p[i][j] - Lanes{};
+        for (size_t u = 0; u < 4; ++u) acc[i][u] += pj * v[u];
+      }
+    }
+    for (size_t i = 0; i < kBlock; ++i) std::memcpy(out[i] + e, acc[i], sizeof acc[i]);
+  }
+  for (; e + kLanes <= head_dim; e += kLanes) {
+    Lanes acc[kBlock] = {};
+    for (size_t j = 0; j < slots; ++j) {
+      Lanes v;
+      std::memcpy(&v, values + j * head_dim + e, sizeof v);
+      for (size_t i = 0; i < kBlock; ++i) acc[i] += (p[i][j] - Lanes{}) * v;
+    }
+    for (size_t i = 0; i < kBlock; ++i) std::memcpy(out[i] + e, &acc[i], sizeof acc[i]);
+  }
+  for (; e < head_dim; ++e) {
+    for (size_t i = 0; i < kBlock; ++i) {
+      float acc = 0.0f;
+      for (size_t j = 0; j < slots; ++j) acc += p[i][j] * values[j * head_dim + e];
+      out[i][e] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+float softmax_after_sum(std::span<float> scores, size_t head_dim) {
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   float max_score = -std::numeric_limits<float>::infinity();
   for (float& s : scores) {
     s *= scale;
@@ -105,26 +173,54 @@ void attend_loops(std::span<const float> q, const KvHead& kv, size_t slot_count,
     s = std::exp(s - max_score);
     sum += s;
   }
-  std::fill(out.begin(), out.end(), 0.0f);
-  for (size_t j = 0; j < slot_count; ++j) {
-    const float p = scores[j];
-    const float* value = kv.values.data() + j * kv.head_dim;
-    for (size_t d = 0; d < kv.head_dim; ++d) {
-      out[d] += p * value[d];
-    }
-  }
-  const auto inv_sum = static_cast<float>(1.0 / sum);
-  for (float& o : out) {
-    o *= inv_sum;
-  }
+  return static_cast<float>(1.0 / sum);
 }
 
-}  // namespace
-
-void attend(std::span<const float> q, const KvHead& kv, size_t slot_count, std::span<float> out) {
-  assert(q.size() == kv.head_dim && out.size() == kv.head_dim);
-  assert(slot_count > 0 && slot_count <= kv.capacity);
-  attend_loops(q, kv, slot_count, out);
+void attend_rows(std::span<const float> q, size_t count, size_t q_heads, const KvHead* kv,
+                 size_t kv_heads, size_t first_slot, SoftmaxRule softmax, std::span<float> out) {
+  assert(kv_heads > 0 && q_heads % kv_heads == 0);
+  const size_t group = q_heads / kv_heads, d = kv[0].head_dim;
+  assert(q.size() == count * q_heads * d && out.size() == q.size());
+  assert(first_slot + count <= kv[0].capacity);
+  // Queries are numbered per KV head, token-major: query r of KV head g is token r / group,
+  // head g * group + r % group. Blocks of kBlock never straddle two KV heads.
+  const size_t per_head = count * group, blocks_per_head = (per_head + kBlock - 1) / kBlock;
+  split_two(kv_heads * blocks_per_head, [&](size_t first, size_t blocks) {
+    std::vector<float> weights(kBlock * (first_slot + count));
+    std::vector<float> sums(kBlock * d);
+    for (size_t b = first; b < first + blocks; ++b) {
+      const size_t g = b / blocks_per_head, r0 = (b % blocks_per_head) * kBlock;
+      const size_t real = std::min(kBlock, per_head - r0);
+      // A short last block repeats its last query; the repeat's results are dropped.
+      const float* rows[kBlock];
+      float* weight_rows[kBlock];
+      float* sum_rows[kBlock];
+      size_t slots[kBlock];
+      for (size_t i = 0; i < kBlock; ++i) {
+        const size_t r = r0 + std::min(i, real - 1);
+        const size_t t = r / group, head = g * group + r % group;
+        rows[i] = q.data() + (t * q_heads + head) * d;
+        slots[i] = first_slot + t + 1;
+        weight_rows[i] = weights.data() + i * (first_slot + count);
+        sum_rows[i] = sums.data() + i * d;
+      }
+      const size_t most = *std::max_element(slots, slots + kBlock);
+      dot_slots(rows, kv[g].keys_t.data(), kv[g].capacity, d, most, weight_rows);
+      float factor[kBlock];
+      for (size_t i = 0; i < kBlock; ++i) {
+        factor[i] = softmax(std::span(weight_rows[i], slots[i]), d);
+        // Slots past a query's own weigh 0: acc + (+-0) is acc exactly, as acc starts at +0
+        // and a round-to-nearest sum is -0 only when both its terms are.
+        std::fill(weight_rows[i] + slots[i], weight_rows[i] + most, 0.0f);
+      }
+      weigh_values(weight_rows, kv[g].values.data(), d, most, sum_rows);
+      for (size_t i = 0; i < real; ++i) {
+        const size_t r = r0 + i, t = r / group, head = g * group + r % group;
+        float* o = out.data() + (t * q_heads + head) * d;
+        for (size_t e = 0; e < d; ++e) o[e] = sum_rows[i][e] * factor[i];
+      }
+    }
+  });
 }
 
 }  // namespace simdev::gen::ref

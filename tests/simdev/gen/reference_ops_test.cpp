@@ -1,3 +1,4 @@
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -69,12 +70,18 @@ TEST(ReferenceOps, RopeRotatesTheFirstPairByThePosition) {
   EXPECT_NEAR(head[4], std::sin(1.0), 1e-6);
 }
 
+// One query of one head over slots [0, slots).
+void attend_one(const std::vector<float>& q, const KvHead& kv, size_t slots,
+                std::vector<float>& out) {
+  attend_rows(q, 1, 1, &kv, 1, slots - 1, softmax_after_sum, out);
+}
+
 TEST(ReferenceOps, AttentionOverOneSlotReturnsItsValue) {
   KvHead kv(32, 8);
   const std::vector<float> key = random_vector(32, 5), value = random_vector(32, 6);
   kv.store(0, key, value);
   std::vector<float> out(32);
-  attend(random_vector(32, 7, 10.0), kv, 1, out);
+  attend_one(random_vector(32, 7, 10.0), kv, 1, out);
   for (size_t d = 0; d < 32; ++d) {
     EXPECT_FLOAT_EQ(out[d], value[d]);
   }
@@ -87,7 +94,7 @@ TEST(ReferenceOps, AttentionWithEqualKeysAveragesValues) {
   kv.store(1, key, std::vector<float>{0, 1, 0, 0});
   kv.store(2, key, std::vector<float>{0, 0, 1, 3});
   std::vector<float> out(4);
-  attend(std::vector<float>{0.5f, -1, 2, 0}, kv, 3, out);
+  attend_one(std::vector<float>{0.5f, -1, 2, 0}, kv, 3, out);
   EXPECT_NEAR(out[0], 1.0 / 3, 1e-6);
   EXPECT_NEAR(out[1], 1.0 / 3, 1e-6);
   EXPECT_NEAR(out[2], 1.0 / 3, 1e-6);
@@ -99,8 +106,55 @@ TEST(ReferenceOps, AttentionIgnoresSlotsBeyondTheCount) {
   kv.store(0, std::vector<float>{1, 0, 0, 0}, std::vector<float>{1, 1, 1, 1});
   kv.store(1, std::vector<float>{9, 9, 9, 9}, std::vector<float>{-5, -5, -5, -5});
   std::vector<float> out(4);
-  attend(std::vector<float>{1, 1, 1, 1}, kv, 1, out);
+  attend_one(std::vector<float>{1, 1, 1, 1}, kv, 1, out);
   EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1}));
+}
+
+// attend_rows blocks queries of one KV head together and runs its loops on vectors; the
+// result must be the plain loops' bit for bit (the order MODEL.md gives the device), on head
+// sizes that leave vector tails, GQA groups of 1-3, token counts that leave a short block and
+// slot counts on both sides of a vector's width.
+TEST(ReferenceOps, BlockedAttentionIsThePlainLoopsBitForBit) {
+  struct Shape {
+    size_t head_dim, kv_heads, group, count, first_slot;
+  };
+  for (const Shape s : {Shape{4, 1, 1, 1, 0}, Shape{24, 2, 3, 5, 13}, Shape{80, 1, 2, 9, 70},
+                        Shape{128, 2, 2, 3, 61}, Shape{64, 3, 1, 7, 0}}) {
+    const size_t q_heads = s.kv_heads * s.group, d = s.head_dim;
+    const size_t capacity = s.first_slot + s.count + 5;
+    std::vector<KvHead> kv;
+    for (size_t g = 0; g < s.kv_heads; ++g) {
+      kv.emplace_back(d, capacity);
+      for (size_t slot = 0; slot < s.first_slot + s.count; ++slot) {
+        kv[g].store(slot, random_vector(d, 100 + g * 1000 + slot, 2.0),
+                    random_vector(d, 500 + g * 1000 + slot));
+      }
+    }
+    const std::vector<float> q = random_vector(s.count * q_heads * d, 9, 3.0);
+    std::vector<float> got(q.size());
+    attend_rows(q, s.count, q_heads, kv.data(), s.kv_heads, s.first_slot, softmax_after_sum, got);
+    for (size_t t = 0; t < s.count; ++t) {
+      for (size_t h = 0; h < q_heads; ++h) {
+        const KvHead& head = kv[h / s.group];
+        const size_t slots = s.first_slot + t + 1;
+        const float* qh = q.data() + (t * q_heads + h) * d;
+        std::vector<float> scores(slots, 0.0f);
+        for (size_t j = 0; j < slots; ++j) {
+          for (size_t e = 0; e < d; ++e) scores[j] += qh[e] * head.keys_t[e * capacity + j];
+        }
+        const float factor = softmax_after_sum(scores, d);
+        for (size_t e = 0; e < d; ++e) {
+          float acc = 0.0f;
+          for (size_t j = 0; j < slots; ++j) acc += scores[j] * head.values[j * d + e];
+          const float want = acc * factor;
+          const float have = got[(t * q_heads + h) * d + e];
+          ASSERT_EQ(std::bit_cast<uint32_t>(have), std::bit_cast<uint32_t>(want))
+              << "head_dim " << d << " group " << s.group << " token " << t << " head " << h
+              << " dim " << e;
+        }
+      }
+    }
+  }
 }
 
 // MODEL.md, "Mixture of experts", worked by hand: logits {1, 3, 3, 0.5}, top-2. Experts 1 and
