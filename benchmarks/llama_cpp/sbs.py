@@ -107,6 +107,21 @@ def sim_figures(sim_dir, prompt_short, prompt_long, gen_short, gen_long):
     }
 
 
+def decode_step_bytes(calbin):
+    """Bytes a decode step streams: every weight (and its scales) once, but the embedding
+    table, of which a step reads one row."""
+    with open(os.path.join(calbin, "manifest.json")) as f:
+        manifest = json.load(f)
+    return sum(w["bytes"] + 4 * w["quant"]["scale_count"] for w in manifest["weights"]
+               if w["role"] != "embedding")
+
+
+def memory_read_gbps(path):
+    with open(path) as f:
+        runs = json.load(f)["benchmarks"]
+    return max(r["bytes_per_second"] for r in runs) / 1e9
+
+
 def ratio(a, b):
     return f"{a / b:.2f}x" if b > 0 and a > 0 else "n/a"
 
@@ -152,6 +167,16 @@ def report(args):
            llama["decode_tok_s"]) <= 0:
         print("(neg): the longer run was not slower than the shorter one; the difference is "
               "within the noise: raise --prompt-long, --gen-long or --sim-reps")
+    step = decode_step_bytes(args.calbin)
+    if sim["decode_tok_s"] > 0:
+        line = (f"decode step: {step / 1e6:.1f} MB of weights per token (the calbin's, all but "
+                f"the embedding table), read at {step * sim['decode_tok_s'] / 1e9:.1f} GB/s")
+        if args.memory_read:
+            read = memory_read_gbps(args.memory_read)
+            line += (f"; the machine reads {read:.1f} GB/s on {args.threads} threads "
+                     f"(calrt_kernel_bench BM_MemoryRead): "
+                     f"{step * sim['decode_tok_s'] / 1e9 / read * 100:.0f} %")
+        print(line)
     for n in notes:
         print(n)
     if args.idle_warnings:
@@ -173,6 +198,8 @@ def main(argv):
     r.add_argument("--llama", required=True, help="llama_bench.mjs's JSON result")
     r.add_argument("--llama-timing", required=True, help="sbs.py timed's record of it")
     r.add_argument("--sim-dir", required=True, help="base/prefill/decode.json of sbs.py timed")
+    r.add_argument("--calbin", required=True, help="the calbin the simulator ran")
+    r.add_argument("--memory-read", help="calrt_kernel_bench's BM_MemoryRead JSON")
     r.add_argument("--shape", required=True)
     r.add_argument("--build-type", default="Release")
     for name in ("threads", "prompt-short", "prompt-long", "gen-short", "gen-long"):

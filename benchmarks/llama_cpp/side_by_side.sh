@@ -99,7 +99,7 @@ calrt=$build_dir/runner/calrt
 simdev=$build_dir/simdev/tool/simdev
 if ((build)); then
   echo "building calrt and simdev in $build_dir (Release, nice -n 10)"
-  nice -n 10 scripts/build.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release -- calrt simdev \
+  nice -n 10 scripts/build.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release -- calrt simdev calrt_kernel_bench \
     >"${TMPDIR:-/tmp}/side_by_side_build.$$.log" 2>&1 || {
     tail -30 "${TMPDIR:-/tmp}/side_by_side_build.$$.log" >&2
     die "the build of $build_dir failed (the lines above)"
@@ -191,7 +191,19 @@ bench base "$prompt_short" "$gen_short"
 bench prefill "$prompt_long" "$gen_short"
 bench decode "$prompt_short" "$gen_long"
 
+# The machine's read bandwidth on as many threads, the bound of a decode step.
+read_bench=$build_dir/benchmarks/calrt_kernel_bench
+read_json=""
+if [[ -x $read_bench ]]; then
+  echo "== memory read bandwidth: calrt_kernel_bench BM_MemoryRead"
+  "$read_bench" --benchmark_filter="BM_MemoryRead/.*threads:$threads\$" \
+    --benchmark_out="$run/memory_read.json" --benchmark_out_format=json >/dev/null ||
+    die "calrt_kernel_bench BM_MemoryRead failed"
+  read_json="$run/memory_read.json"
+fi
+
 "$python" "$here/sbs.py" report --llama "$run/llama.json" --llama-timing "$run/llama-timing.json" \
   --sim-dir "$run" --shape "$shape_name (seed $seed)" --build-type "${build_type:-unknown}" \
   --threads "$threads" --prompt-short "$prompt_short" --prompt-long "$prompt_long" \
-  --gen-short "$gen_short" --gen-long "$gen_long" --idle-warnings "$idle_warnings"
+  --gen-short "$gen_short" --gen-long "$gen_long" --idle-warnings "$idle_warnings" \
+  --calbin "$calbin" ${read_json:+--memory-read "$read_json"}
