@@ -5,7 +5,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "runner/bench/chrome_trace.hpp"
+#include "runner/core/report/chrome_trace.hpp"
 
 namespace runner {
 namespace {

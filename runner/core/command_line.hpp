@@ -11,23 +11,11 @@
 #include <memory>
 #include <string>
 
+#include "cli/command.hpp"
+
 namespace runner {
 
-class Command {
- public:
-  explicit Command(CLI::App* app) : app_(app) {}
-  virtual ~Command() = default;
-  Command(const Command&) = delete;
-  Command& operator=(const Command&) = delete;
-
-  bool parsed() const { return app_->parsed(); }
-  // After parsing: finishes what CLI11 cannot check, then runs. Returns the process exit
-  // code (exit_codes.hpp).
-  virtual int run(int argc, char** argv) = 0;
-
- protected:
-  CLI::App* app_;
-};
+using calrt::cli::Command;
 
 // The footer of the commands that talk to a device.
 inline constexpr const char* kDeviceExitCodes =

@@ -41,7 +41,7 @@ int run_gen(const gen::GenOptions& options) {
   spdlog::info("wrote {} ({} models, {} weight shards, {} files) in {:.2f} s",
                options.out_dir.string(), manifest->models.size(), manifest->weights.size(),
                manifest->files.size(), elapsed.count());
-  return kExitDone;
+  return kExitPass;
 }
 
 class GenCommand : public Command {

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? kExitDone : kExitUsage;
+    return app.exit(error) == 0 ? kExitPass : kExitUsage;
   }
   auto logger = spdlog::stderr_color_st("simdev");
   logger->set_pattern("simdev: %^%l%$: %v");

@@ -17,7 +17,7 @@ class PresetsCommand : public Command {
       std::printf("%-16s %-11s %s\n", preset.name.c_str(),
                   preset.functional ? "functional" : "timing", preset.description.c_str());
     }
-    return kExitDone;
+    return kExitPass;
   }
 };
 

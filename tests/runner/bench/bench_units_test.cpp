@@ -12,7 +12,7 @@
 
 #include "runner/bench/bench_engine.hpp"
 #include "runner/bench/bench_report.hpp"
-#include "runner/bench/chrome_trace.hpp"
+#include "runner/core/report/chrome_trace.hpp"
 #include "runner/core/sampling.hpp"
 
 namespace runner {

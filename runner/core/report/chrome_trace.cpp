@@ -1,4 +1,4 @@
-#include "runner/bench/chrome_trace.hpp"
+#include "runner/core/report/chrome_trace.hpp"
 
 #include <cstdio>
 
