@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/usage_error.hpp"
 #include "runner/bench/bench_cli.hpp"
 #include "runner/calibrate/calibrate_cli.hpp"
 #include "runner/conformance/conformance_cli.hpp"
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? runner::kExitPass : runner::kExitUsage;
+    return calrt::cli::usage_error(app, error, "calrt", argc, argv);
   }
   spdlog::set_default_logger(spdlog::stderr_color_st("calrt"));
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);

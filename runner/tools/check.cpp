@@ -77,6 +77,14 @@ int run_check(const CheckCommandOptions& options) {
                  options.calbin.string().c_str());
     return kExitUsage;
   }
+  // So is a --manifest file that is not there (one that is there but does not parse is the
+  // failed check service.parse).
+  if (std::error_code error; !options.service_manifest.empty() &&
+                             !std::filesystem::is_regular_file(options.service_manifest, error)) {
+    std::fprintf(stderr, "calrt check: --manifest '%s': no such file\n",
+                 options.service_manifest.string().c_str());
+    return kExitUsage;
+  }
   calbin::CheckOptions check_options;
   check_options.calbin_dir = options.calbin;
   if (!options.service_manifest.empty()) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/usage_error.hpp"
 #include "simdev/tool/command.hpp"
 #include "version/version.hpp"
 
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? kExitPass : kExitUsage;
+    return calrt::cli::usage_error(app, error, "simdev", argc, argv);
   }
   auto logger = spdlog::stderr_color_st("simdev");
   logger->set_pattern("simdev: %^%l%$: %v");

@@ -3,13 +3,16 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "abi/calrt_loader.hpp"
 #include "abi/validate/validate_layer.hpp"
+#include "cli/nearest.hpp"
 
 #if CALRT_HAVE_SIM_INPROCESS
 #include "simdev/runtime/sim_api.h"
@@ -25,14 +28,32 @@ std::string& record_file() {
 }
 
 constexpr std::string_view kValidatePrefix = "validate:";
+constexpr std::string_view kDeviceForms =
+    "--device takes sim (the simulator in this process), a runtime library's path "
+    "(./libcalrt_vendor.so, or a file name the dynamic loader finds, ending in .so), "
+    "unix:SOCKET or tcp:HOST:PORT (a simdev serve daemon), or validate:INNER";
+
+// A word that is no path and no shared library is a mistyped form, refused before anything
+// is loaded (dlopen would only say "cannot open shared object file").
+void refuse_unknown_form(const std::string& text) {
+  if (text.find('/') != std::string::npos || text.find(".so") != std::string::npos) return;
+  std::string hint;
+  for (const std::string_view form : {"sim", "unix:", "tcp:", "validate:"}) {
+    if (calrt::cli::edit_distance(text.substr(0, std::min(text.size(), form.size())), form) <= 2) {
+      hint =
+          std::string("; did you mean ") + std::string(form) + (form.back() == ':' ? "...?" : "?");
+      break;
+    }
+  }
+  throw std::invalid_argument("--device '" + text + "': neither a form calrt knows nor a path" +
+                              hint + " (" + std::string(kDeviceForms) + ")");
+}
 
 // The backend without the layer.
 DeviceSpec parse_backend(const std::string& text, const std::string& kind, uint32_t index,
                          std::string config) {
   if (text.empty()) {
-    throw std::invalid_argument(
-        "--device: empty value (use sim, a runtime library path, "
-        "unix:SOCKET or tcp:HOST:PORT)");
+    throw std::invalid_argument("--device: empty value (" + std::string(kDeviceForms) + ")");
   }
   if (kind != "sim" && kind != "pcie") {
     throw std::invalid_argument("--device-kind: '" + kind + "' is neither sim nor pcie");
@@ -51,6 +72,7 @@ DeviceSpec parse_backend(const std::string& text, const std::string& kind, uint3
     spec.backend = DeviceSpec::Backend::service;
     spec.target = text;  // the endpoint, as calrt_client_get_api takes it
   } else {
+    refuse_unknown_form(text);
     spec.backend = DeviceSpec::Backend::library;
     spec.target = text;
   }
@@ -157,7 +179,16 @@ calrt::Api open_runtime(const DeviceSpec& spec) {
 #endif
     }
     case DeviceSpec::Backend::library:
-      return calrt::load_runtime(spec.target);
+      try {
+        return calrt::load_runtime(spec.target);
+      } catch (const calrt::LoadError& error) {
+        if (error.kind() != calrt::LoadErrorKind::open_failed) throw;
+        const std::string prefix = "cannot load CalRT runtime " + error.origin() + ": ";
+        std::string detail = error.what();
+        if (detail.rfind(prefix, 0) == 0) detail.erase(0, prefix.size());
+        throw calrt::LoadError(error.kind(), error.origin(),
+                               detail + " (" + std::string(kDeviceForms) + ")");
+      }
     case DeviceSpec::Backend::service: {
       const CalrtApi* table = calrt_client_get_api(CALRT_ABI_MAJOR, spec.target.c_str());
       calrt::validate_table(table, CALRT_ABI_MAJOR, describe(spec));

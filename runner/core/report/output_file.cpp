@@ -45,11 +45,10 @@ std::string write_in_place(const fs::path& path, const std::string& text) {
   return problem.empty() ? "" : "cannot write " + quoted(path) + ": " + problem;
 }
 
-std::string write_atomically(const fs::path& user_path, const fs::path& target,
-                             const std::string& text) {
-  // Exclusive creation with mode 0666 lets the umask decide the report's mode, as for any
-  // file the user creates; the name is unique per process and attempt.
-  fs::path temporary;
+// The temporary file a report is first written to, beside `target`; -1 with errno on failure.
+// Exclusive creation with mode 0666 lets the umask decide the report's mode, as for any file
+// the user creates; the name is unique per process and attempt.
+int create_temporary(const fs::path& target, fs::path& temporary) {
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
     temporary = target.parent_path() / ("." + target.filename().string() + ".tmp." +
@@ -57,6 +56,13 @@ std::string write_atomically(const fs::path& user_path, const fs::path& target,
     fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
+  return fd;
+}
+
+std::string write_atomically(const fs::path& user_path, const fs::path& target,
+                             const std::string& text) {
+  fs::path temporary;
+  const int fd = create_temporary(target, temporary);
   if (fd < 0) {
     return "cannot create a temporary file next to " + quoted(user_path) + ": " +
            std::strerror(errno);
@@ -70,6 +76,38 @@ std::string write_atomically(const fs::path& user_path, const fs::path& target,
     ::unlink(temporary.c_str());
     return "cannot write " + quoted(user_path) + ": " + problem;
   }
+  return {};
+}
+
+// Whether write_text_file could write `path` now, found the way it would write it: a
+// special file opened in place must be writable; a regular file (through its links) or a
+// new path needs a temporary file in its directory, so one is created there and removed.
+// Asked before a run, so that a long run does not end in a report it cannot write (a
+// read-only directory, a full or read-only file system, permissions that root has too).
+std::string probe_writable(const fs::path& path) {
+  struct stat st {};
+  fs::path target = path;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      return ::access(path.c_str(), W_OK) == 0
+                 ? ""
+                 : std::string("cannot write: ") + std::strerror(errno);
+    }
+    std::error_code error;
+    const fs::path canonical = fs::canonical(path, error);
+    if (!error) target = canonical;
+  } else {
+    std::error_code error;
+    if (fs::is_symlink(fs::symlink_status(path, error))) return "a symlink to a missing file";
+  }
+  if (target.parent_path().empty()) target = fs::path(".") / target;
+  fs::path temporary;
+  const int fd = create_temporary(target, temporary);
+  if (fd < 0) {
+    return "cannot create a file in " + quoted(target.parent_path()) + ": " + std::strerror(errno);
+  }
+  ::close(fd);
+  ::unlink(temporary.c_str());
   return {};
 }
 
@@ -88,6 +126,9 @@ std::string check_output_path(const char* flag, const fs::path& path) {
   if (!parent.empty() && !fs::is_directory(parent, error)) {
     return std::string(flag) + " " + quoted(path) + ": directory " + quoted(parent) +
            " does not exist";
+  }
+  if (std::string why = probe_writable(path); !why.empty()) {
+    return std::string(flag) + " " + quoted(path) + ": " + why;
   }
   return {};
 }

@@ -18,8 +18,9 @@
 namespace runner {
 
 // Checked before any work, so that a run does not end in a report it cannot write: the path
-// is not empty, not a directory, and its directory exists. Returns an empty string or
-// "FLAG 'PATH': why".
+// is not empty, not a directory, its directory exists, and the file can be written there now
+// (a special file is writable; for a regular or new file, a probe file is created in its
+// directory and removed). Returns an empty string or "FLAG 'PATH': why".
 std::string check_output_path(const char* flag, const std::filesystem::path& path);
 
 // The same, and the path is not inside `protected_dir` (the calbin a command reads: a report

@@ -129,4 +129,19 @@ TEST_F(OutputFile, ChecksBeforeAnyWork) {
   EXPECT_EQ(runner::check_output_path("--json", dir_ / "r.json", calbin), "");
 }
 
+// /proc takes no new file from any user, root included: a directory that exists and that a
+// report cannot be written into, found before the run instead of after it.
+TEST_F(OutputFile, AReportThatCannotBeWrittenIsFoundBeforeTheRun) {
+  const std::string why = runner::check_output_path("--junit", "/proc/calrt-report.xml");
+  EXPECT_NE(why.find("--junit '/proc/calrt-report.xml'"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot create a file in '/proc'"), std::string::npos) << why;
+  // A special file is written in place: it must be writable itself.
+  EXPECT_EQ(runner::check_output_path("--json", "/dev/null"), "");
+  const std::string version = runner::check_output_path("--json", "/proc/version");
+  EXPECT_NE(version.find("/proc"), std::string::npos) << version;
+  // The probe leaves nothing behind where it may write.
+  EXPECT_EQ(runner::check_output_path("--json", dir_ / "r.json"), "");
+  expect_only({});
+}
+
 }  // namespace

@@ -374,11 +374,15 @@ std::vector<BadInput> bad_inputs() {
          return quoted(c) + " --device tcp:127.0.0.1:107777";
        },
        {"--device", "port '107777'", "1..65535"}},
+      // A word that is no path and no library is a mistyped form: the forms and the nearest.
+      {"device_form_mistyped",
+       [](const fs::path& c, const fs::path&) { return quoted(c) + " --device simm"; },
+       {"--device 'simm'", "did you mean sim?", "unix:SOCKET or tcp:HOST:PORT"}},
       {"runtime_library_missing",
        [](const fs::path& c, const fs::path& s) {
          return quoted(c) + " --device " + quoted(s / "libnothing.so");
        },
-       {"libnothing.so", "cannot load CalRT runtime"}},
+       {"libnothing.so", "cannot load CalRT runtime", "--device takes sim"}},
   };
 }
 
@@ -402,6 +406,15 @@ TEST_P(BadInputTest, ExitsTwoNamingTheFileAndField) {
 
 INSTANTIATE_TEST_SUITE_P(Inputs, BadInputTest, ::testing::ValuesIn(bad_inputs()),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// A report path that cannot be written stops the smoke before its first device step, not
+// after the whole run (/proc takes no new file, root included).
+TEST_F(ScratchTest, AnUnwritableReportPathStopsTheSmokeBeforeItRuns) {
+  const CalrtRun run = run_calrt("smoke " + quoted(copy_calbin()) + " --junit /proc/smoke.xml");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--junit '/proc/smoke.xml'"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("PASS"), std::string::npos) << run.output;
+}
 
 // The device's loader refuses a memory plan that would let one buffer overwrite another, so
 // the smoke fails at its calbin step even when nobody ran `calrt check` (a device step that

@@ -182,6 +182,22 @@ TEST_F(StaticCommands, CheckOfAMissingDirectoryIsBadInput) {
   EXPECT_NE(unparsed.output.find("[FAIL] manifest.parse"), std::string::npos) << unparsed.output;
 }
 
+// A --manifest file that is not there is bad input (exit 2), as a missing calbin is; one that
+// is there but does not parse is the failed check service.parse (exit 1).
+TEST_F(StaticCommands, CheckOfAMissingServiceManifestIsBadInput) {
+  const CalrtRun run = run_calrt("check " + quoted(kTiny) + " --manifest /nonexistent/svc.yaml");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--manifest '/nonexistent/svc.yaml': no such file"), std::string::npos)
+      << run.output;
+  const fs::path garbled =
+      fs::temp_directory_path() / ("calrt_static_svc_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(garbled) << "service: [unclosed\n";
+  const CalrtRun unparsed = run_calrt("check " + quoted(kTiny) + " --manifest " + quoted(garbled));
+  fs::remove(garbled);
+  EXPECT_EQ(unparsed.exit_code, 1) << unparsed.output;
+  EXPECT_NE(unparsed.output.find("[FAIL]"), std::string::npos) << unparsed.output;
+}
+
 TEST_F(StaticCommands, PlanReproducesTheReferenceKvFigures) {
   const fs::path report = json_path("plan_ref");
   const CalrtRun run = run_calrt("plan " + quoted(kReference) + " --json " + quoted(report));
@@ -266,6 +282,21 @@ TEST_F(StaticCommands, VersionAndAnUnknownCommand) {
   EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
   EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
   EXPECT_NE(bogus.output.find("smoke"), std::string::npos) << bogus.output;
+}
+
+// A mistyped option names the subcommand and the option that was probably meant.
+TEST_F(StaticCommands, AMistypedOptionNamesTheSubcommandAndTheNearestOption) {
+  const CalrtRun run = run_calrt("smoke " + quoted(kTiny) + " --case all");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("calrt smoke: "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("did you mean --cases?"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("see calrt smoke --help"), std::string::npos) << run.output;
+  const CalrtRun far = run_calrt("plan --zzzzzz 3");
+  EXPECT_EQ(far.exit_code, 2) << far.output;
+  EXPECT_NE(far.output.find("calrt plan: "), std::string::npos) << far.output;
+  EXPECT_EQ(far.output.find("did you mean"), std::string::npos) << far.output;
+  const CalrtRun help = run_calrt("plan --help");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
 }
 
 TEST_F(StaticCommands, PlanRejectsAnUnknownDtype) {
