@@ -16,7 +16,7 @@
 #include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/model/model_dims.hpp"
-#include "simdev/device/model/workers.hpp"
+#include "simdev/device/base/workers.hpp"
 #include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {

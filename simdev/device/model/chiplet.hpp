@@ -9,7 +9,7 @@
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
-#include "simdev/device/model/workers.hpp"
+#include "simdev/device/base/workers.hpp"
 
 namespace simdev {
 

@@ -46,7 +46,7 @@ struct DeviceConfig {
   uint64_t default_timeout_ms = 30000;
   uint64_t job_watchdog_ms = 10000;
   bool strict = false;        // a broken internal invariant stops the device (base/invariants.hpp)
-  uint64_t host_threads = 0;  // functional compute (model/workers.hpp); 0: the machine's
+  uint64_t host_threads = 0;  // functional compute (base/workers.hpp); 0: the machine's
   NumericsMutant numerics_mutant = NumericsMutant::none;  // test only
   // One chip (every chip of the card is alike).
   uint64_t chips = 2;

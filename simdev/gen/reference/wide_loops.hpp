@@ -7,7 +7,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <thread>
+
+#include "simdev/device/base/workers.hpp"
 
 // ThreadSanitizer's runtime is not up when an ifunc resolver runs at load: no clones there.
 #if defined(__has_feature)
@@ -25,16 +28,17 @@ namespace simdev::gen {
 
 // Runs piece(first, count) over [0, n) on two threads when n is large: the pieces write
 // disjoint outputs, so the split changes nothing in them. The golden's own threads run whole
-// chains; this lets the longest chain, which runs last and alone, use both cores too.
+// chains; this lets the longest chain, which runs last and alone, use both cores too. The
+// threads are a pool kept for the process (a thread started per call cost more system time
+// than the work on a deep-narrow model's small matrices).
 inline void split_two(size_t n, const std::function<void(size_t, size_t)>& piece) {
   if (n < 64 || std::thread::hardware_concurrency() < 2) {
     piece(0, n);
     return;
   }
+  static const std::shared_ptr<simdev::Workers> pool = simdev::Workers::shared(2);
   const size_t half = n / 2;
-  std::thread other([&] { piece(half, n - half); });
-  piece(0, half);
-  other.join();
+  pool->run(2, [&](size_t i) { i == 0 ? piece(0, half) : piece(half, n - half); });
 }
 
 }  // namespace simdev::gen

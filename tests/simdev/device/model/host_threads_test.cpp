@@ -1,4 +1,4 @@
-// The device's host threads (DeviceConfig::host_threads, model/workers.hpp) change speed, not
+// The device's host threads (DeviceConfig::host_threads, base/workers.hpp) change speed, not
 // results: the same calls on 1, 2 and 3 threads give the same output bytes at every step and
 // the same state hash. On the two-chip tiny model the chips run side by side; on a one-chip
 // model its matmuls, lm_head rows and attention heads are split between the threads, unevenly

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "simdev/device/model/workers.hpp"
+#include "simdev/device/base/workers.hpp"
 
 namespace simdev {
 namespace {

@@ -1,4 +1,4 @@
-#include "simdev/device/model/workers.hpp"
+#include "simdev/device/base/workers.hpp"
 
 #include <chrono>
 #include <map>
