@@ -168,6 +168,14 @@ int run_plan(const PlanOptions& options) {
   json doc = {{"calbin", options.calbin.string()}};
   print_kv(*plan, doc);
   const bool fits = print_budgets(*plan, doc);
+  // From flags alone the weights are whatever --params-gib says, 0 unless given: a fit
+  // without them says nothing about the model.
+  if (options.calbin.empty() && options.params_gib_per_chip == 0.0) {
+    const std::string note =
+        "the weights are not counted (no calbin, and no --params-gib): params 0 per chip";
+    std::printf("note: %s\n", note.c_str());
+    doc["warnings"] = json::array({note});
+  }
   print_s8_v(*plan, doc);
   // A chip passes when its budget fits its usable DRAM.
   Counts counts{.unit = "chip"};

@@ -113,6 +113,7 @@ class Replayer {
       if (doc.is_discarded() || !doc.is_object()) {
         // A recording cut short by a kill ends in a partial line: the calls before it count.
         if (stream.peek() == std::char_traits<char>::eof() && number > 1) {
+          result_.cut_line = number;
           break;
         }
         bad(number, "(line)", "not a JSON object");
@@ -583,8 +584,16 @@ int run_replay(const ReplayOptions& options) {
     std::printf("%s\n", describe(d).c_str());
   }
   const double wall_ms = watch.elapsed_ms();
+  std::string cut;
+  if (result.cut_line != 0) {
+    cut = options.file.string() + ":" + std::to_string(result.cut_line) +
+          ": the last line is cut short (the recording stopped mid-write); the calls before it "
+          "were replayed, what came after was not recorded";
+    std::fprintf(stderr, "calrt replay: warning: %s\n", cut.c_str());
+  }
   if (result.divergences.empty()) {
-    std::printf("replayed %llu calls: identical\n", static_cast<unsigned long long>(result.calls));
+    std::printf("replayed %llu calls: identical%s\n", static_cast<unsigned long long>(result.calls),
+                cut.empty() ? "" : " up to the cut line");
   } else {
     std::printf("replayed %llu calls: %zu divergence%s\n",
                 static_cast<unsigned long long>(result.calls), result.divergences.size(),
@@ -608,6 +617,7 @@ int run_replay(const ReplayOptions& options) {
                 {"skipped_refused", result.skipped},
                 {"wall_ms", wall_ms},
                 {"divergences", json::array()}});
+    if (!cut.empty()) doc["warnings"] = json::array({cut});
     for (const Divergence& d : result.divergences) {
       doc["divergences"].push_back({{"seq", d.seq},
                                     {"call", d.call},

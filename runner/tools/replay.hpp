@@ -33,6 +33,9 @@ struct ReplayResult {
   uint64_t calls = 0;    // calls re-issued
   uint64_t skipped = 0;  // calls the layer refused when recording: they never reached a runtime
   std::vector<Divergence> divergences;
+  // The line number of a last line cut short (a recording stopped mid-write, e.g. by a kill):
+  // the calls before it are replayed, and the report says that the end is missing; 0: none.
+  size_t cut_line = 0;
 };
 
 // A recording that cannot be replayed: the message names the file, the line and the field.

@@ -139,12 +139,16 @@ calbin::Result<void> check_gen_options(const GenOptions& options) {
   return check_options(normalized(options));
 }
 
+fs::path staging_dir(const GenOptions& options) {
+  return sibling(normalized(options).out_dir, ".tmp-");
+}
+
 calbin::Result<calbin::Manifest> generate(const GenOptions& requested) {
   const GenOptions options = normalized(requested);
   if (auto checked = check_options(options); !checked) {
     return tl::unexpected(checked.error());
   }
-  const fs::path tmp = sibling(options.out_dir, ".tmp-");
+  const fs::path tmp = staging_dir(options);
   std::error_code error;
   fs::remove_all(tmp, error);
   fs::create_directories(tmp, error);

@@ -47,5 +47,7 @@ calbin::Result<void> check_gen_options(const GenOptions& options);
 // Writes a complete calbin directory. The directory appears only when complete: it is
 // built under a temporary name next to out_dir and renamed into place.
 calbin::Result<calbin::Manifest> generate(const GenOptions& options);
+// That temporary name: OUT_DIR.tmp-PID, so a command can remove it when it is interrupted.
+std::filesystem::path staging_dir(const GenOptions& options);
 
 }  // namespace simdev::gen

@@ -1,8 +1,15 @@
 // `simdev gen`: writes a calbin directory (and its golden set) for a preset or a config file.
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "simdev/gen/generate.hpp"
 #include "simdev/tool/command.hpp"
@@ -19,6 +26,46 @@ std::string joined_command_line(int argc, char** argv) {
   return command;
 }
 
+// Ctrl-C, a kill or a hang-up while a calbin is generated removes its half-written
+// directory, then ends the process by that signal as it would have. The signals go to a
+// thread of this object's own (sigwait), where removing a tree is safe, unlike in a handler;
+// so it must be made before any other thread starts, which inherits the blocked mask.
+class RemoveOnInterrupt {
+ public:
+  explicit RemoveOnInterrupt(std::filesystem::path path) : path_(std::move(path)) {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP, kStop}) sigaddset(&blocked, signal);
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous_);
+    watcher_ = std::thread([this, blocked] {
+      int signal = 0;
+      while (sigwait(&blocked, &signal) == 0 && signal != kStop) {
+        std::error_code error;
+        std::filesystem::remove_all(path_, error);
+        std::signal(signal, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, signal);
+        pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+        ::raise(signal);
+      }
+    });
+  }
+  ~RemoveOnInterrupt() {
+    pthread_kill(watcher_.native_handle(), kStop);
+    watcher_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  RemoveOnInterrupt(const RemoveOnInterrupt&) = delete;
+  RemoveOnInterrupt& operator=(const RemoveOnInterrupt&) = delete;
+
+ private:
+  static constexpr int kStop = SIGUSR2;  // the destructor's "done", never sent by a user
+  std::filesystem::path path_;
+  sigset_t previous_{};
+  std::thread watcher_;
+};
+
 int run_gen(const gen::GenOptions& options) {
   // The seed and every derived option come first, so any run can be replayed from its log.
   spdlog::info("gen: {} seed={} out={} golden={} long_cases={} force={}",
@@ -30,6 +77,7 @@ int run_gen(const gen::GenOptions& options) {
     spdlog::error("gen: {}", checked.error().to_string());
     return kExitUsage;
   }
+  const RemoveOnInterrupt cleanup(gen::staging_dir(options));
   const auto start = std::chrono::steady_clock::now();
   const auto manifest = gen::generate(options);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;

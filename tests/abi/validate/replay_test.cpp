@@ -199,6 +199,32 @@ TEST_F(SmokeRecording, TheExecutableReplaysAndReports) {
   }
 }
 
+// A recording cut mid-line (its writer was killed) replays the calls before the cut, and says
+// that the end is missing instead of calling the run identical without a word.
+TEST_F(SmokeRecording, ARecordingCutMidLineIsReplayedWithAWarning) {
+  ASSERT_EQ(smoke_exit_, 0);
+  std::ifstream in(recording_);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GT(lines.size(), 10u);
+  const fs::path cut = dir_ / "cut.jsonl";
+  {
+    std::ofstream out(cut);
+    for (size_t i = 0; i < 10; ++i) out << lines[i] << "\n";
+    out << lines[10].substr(0, lines[10].size() / 2);
+  }
+  const fs::path report = dir_ / "cut.json";
+  const CalrtRun run = run_calrt("replay " + quoted(cut) + " --json " + quoted(report));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("cut.jsonl:11: the last line is cut short"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("identical up to the cut line"), std::string::npos) << run.output;
+  std::ifstream stream(report);
+  const json doc = json::parse(stream);
+  ASSERT_TRUE(doc.contains("warnings")) << doc.dump();
+  EXPECT_NE(doc["warnings"][0].get<std::string>().find("cut short"), std::string::npos);
+}
+
 class BadRecording : public ScratchDirTest {
  protected:
   std::string error_of(const std::string& content) {

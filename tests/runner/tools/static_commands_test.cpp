@@ -231,6 +231,17 @@ TEST_F(StaticCommands, PlanFromFlagsAgreesWithTheFormula) {
   EXPECT_EQ(headroom, static_cast<int64_t>((uint64_t{8} << 30) - kKvTotal / kChips));
 }
 
+// From flags without --params-gib the weights count 0: the plan says so; with it, it does not.
+TEST_F(StaticCommands, PlanFromFlagsSaysWhenTheWeightsAreNotCounted) {
+  const std::string geometry =
+      "plan --layers 48 --kv-heads 4 --head-dim 128 --context 40960 --chips 2";
+  const CalrtRun bare = run_calrt(geometry);
+  EXPECT_EQ(bare.exit_code, 0) << bare.output;
+  EXPECT_NE(bare.output.find("the weights are not counted"), std::string::npos) << bare.output;
+  const CalrtRun counted = run_calrt(geometry + " --params-gib 8");
+  EXPECT_EQ(counted.output.find("not counted"), std::string::npos) << counted.output;
+}
+
 TEST_F(StaticCommands, PlanSaysWhenItDoesNotFit) {
   const CalrtRun run = run_calrt("plan " + quoted(kReference) + " --usable-gib 8");
   EXPECT_EQ(run.exit_code, 1) << run.output;

@@ -85,3 +85,37 @@ TEST(SimdevTool, PresetsGoToStdout) {
 }
 
 }  // namespace
+
+// Ctrl-C while a calbin is generated: the half-written OUT.tmp-PID directory goes with the
+// process, which ends by the signal, and OUT never appears. A 28-layer golden takes seconds,
+// so the directory is there long enough to be seen before the signal is sent.
+TEST(SimdevTool, AnInterruptedGenLeavesNothingBehind) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("simdev_interrupt_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path out = dir / "calbin";
+  const std::string config = std::string(CALRT_GEN_CONFIGS) + "/qwen3-deep-28.yaml";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::execl(SIMDEV_EXE, SIMDEV_EXE, "gen", "--config", config.c_str(), "--out", out.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  fs::path staging = out;
+  staging += ".tmp-" + std::to_string(child);
+  bool seen = false;
+  for (int i = 0; i < 2000 && !seen; ++i) {  // up to 20 s
+    seen = fs::exists(staging);
+    if (!seen) ::usleep(10000);
+  }
+  ASSERT_TRUE(seen) << staging;
+  ASSERT_EQ(::kill(child, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status;
+  EXPECT_FALSE(fs::exists(staging)) << staging;
+  EXPECT_FALSE(fs::exists(out)) << out;
+  fs::remove_all(dir);
+}
