@@ -348,7 +348,17 @@ PYBIND11_MODULE(_calrt, m) {
               py::gil_scoped_release release;  // another Python thread may cancel it
               result = j.job.wait(timeout);
             }
-            return result == calrt::WaitResult::ready ? "ready" : "not_ready";
+            if (result != calrt::WaitResult::ready) return "not_ready";
+            // A job the device failed (or timed out) is an error, not a "ready" whose output
+            // holds zeros: it raises with the job's own code, fault class and message. A job
+            // the host cancelled ended as asked: "ready", and status() says cancelled.
+            const calrt::JobStatus s = j.job.status();
+            if (s.state == calrt::JobState::failed || s.state == calrt::JobState::timed_out) {
+              throw calrt::Error(s.code, "Job_Wait",
+                                 std::string("the job ended ") + name_of(s.state) + ": " +
+                                     s.message);
+            }
+            return "ready";
           },
           py::arg("timeout_ms") = 30000.0)
       .def("status",

@@ -201,3 +201,42 @@ def test_through_the_device_service():
         finally:
             daemon.terminate()
             daemon.wait(timeout=10)
+
+
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
+                      "README.md")
+
+
+def readme_snippet():
+    text = open(README).read()
+    start = text.index("```python\n") + len("```python\n")
+    return text[start:text.index("```", start)]
+
+
+def test_the_readme_snippet_runs():
+    """python/README.md's snippet, verbatim but for the calbin's path: a prefill whose row
+    is finite and is the one the same three tokens give through Session."""
+    code = readme_snippet().replace('"build/calbins/tiny"', repr(CALBIN))
+    scope = {}
+    exec(compile(code, README, "exec"), scope)
+    logits = scope["logits"]
+    assert logits.shape[0] > 0 and np.all(np.isfinite(logits))
+    s = Session()
+    same = s.run(s.prefill, [11, 12, 13], 0, s.calbin.allocate_kv(64))
+    assert np.array_equal(logits, same)
+
+
+def test_a_failed_job_raises_from_wait():
+    """A prefill submitted without its CSRs fails on the device (cur_seq_len 0): wait()
+    raises with the job's code and fault class instead of returning "ready" over zeros."""
+    s = Session()
+    inp, out = s.io[s.prefill["name"]]
+    kv = s.calbin.allocate_kv(64)
+    kv.apply(inp)
+    job = s.calbin.submit(s.prefill["name"], inp, out)
+    with pytest.raises(calrt.Error) as raised:
+        job.wait(timeout_ms=30000)
+    assert raised.value.code_name == "OUT_OF_RANGE", raised.value
+    assert raised.value.fault_class == "request"
+    assert "cur_seq_len" in str(raised.value)
+    assert job.status()["state"] == "failed"
