@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -514,15 +515,16 @@ template <>
 Failure run<FaultGetHits>(Ctx& c, const FaultGetHits::In& in, FaultGetHits::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
   SIMDEV_EXT(ext, CalrtFaultExtension, CALRT_EXT_FAULT, CALRT_FAULT_EXTENSION_STRUCT_SIZE, "fault");
-  std::vector<CalrtFaultHit> hits(std::min<uint64_t>(in.capacity, kMaxFaultHits));
+  const auto capacity = static_cast<size_t>(std::min<uint64_t>(in.capacity, kMaxFaultHits));
+  const auto hits = std::make_unique_for_overwrite<CalrtFaultHit[]>(capacity);  // as above
   auto args = make_args<Calrt_Fault_GetHits_Args>();
   args.device = device;
-  args.hits = hits.empty() ? nullptr : hits.data();
+  args.hits = capacity == 0 ? nullptr : hits.get();
   args.hit_struct_size = sizeof(CalrtFaultHit);
-  args.capacity = hits.size();
+  args.capacity = capacity;
   Failure f = call(c, ext->Fault_GetHits(&args));
   out.count = args.count;
-  const size_t written = std::min(args.count, hits.size());
+  const size_t written = std::min<size_t>(args.count, capacity);
   for (size_t i = 0; f.ok() && i < written; ++i) {
     out.hits.push_back({str(hits[i].kind), str(hits[i].site), hits[i].count});
   }
@@ -533,15 +535,19 @@ template <>
 Failure run<DiagReport>(Ctx& c, const DiagReport::In& in, DiagReport::Out& out) {
   SIMDEV_GET(device, CalrtDevice, HandleKind::device, in.device, "device");
   SIMDEV_EXT(ext, CalrtDiagExtension, CALRT_EXT_DIAG, CALRT_DIAG_EXTENSION_STRUCT_SIZE, "diag");
-  std::vector<char> buffer(std::min<uint64_t>(in.capacity, kMaxReportBytes));
+  // A client's capacity is only a bound: the buffer is left unfilled, so a call costs what
+  // the report needs, not what a client asks for (2^64-1 made the daemon zero 64 MiB a call,
+  // and a stream of them stalled every other tenant).
+  const auto capacity = static_cast<size_t>(std::min<uint64_t>(in.capacity, kMaxReportBytes));
+  const auto buffer = std::make_unique_for_overwrite<char[]>(capacity);
   auto args = make_args<Calrt_Diag_Report_Args>();
   args.device = device;
-  args.buffer = buffer.empty() ? nullptr : buffer.data();
-  args.capacity = buffer.size();
+  args.buffer = capacity == 0 ? nullptr : buffer.get();
+  args.capacity = capacity;
   Failure f = call(c, ext->Diag_Report(&args));
   out.size = args.size;
-  if (f.ok() && args.size <= buffer.size()) {
-    out.report.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(args.size));
+  if (f.ok() && args.size <= capacity) {
+    out.report.assign(buffer.get(), buffer.get() + args.size);
   }
   return f;
 }
