@@ -25,6 +25,7 @@
 #include "simdev/runtime/sim_api.h"
 #include "simdev/service/server/access/calbin_roots.hpp"
 #include "simdev/service/server/access/peer_access.hpp"
+#include "simdev/service/server/access/refusal_log.hpp"
 #include "simdev/service/server/access/runtime_dir.hpp"
 #include "simdev/service/server/access/tcp_token.hpp"
 #include "simdev/service/server/asio.hpp"
@@ -230,7 +231,10 @@ class Server {
             peer ? access_.refusal(*peer) : std::optional<std::string>("no peer credentials");
         if (refusal) {
           // Closed before a byte is read: an unknown local user learns only that it may not.
-          spdlog::warn("unix connection refused: {}", *refusal);
+          const std::string who = peer ? "uid " + std::to_string(peer->uid) : "an unknown peer";
+          if (auto line = refusals_.note(who, *refusal, RefusalLog::Clock::now())) {
+            spdlog::warn("unix connection refused: {}", *line);
+          }
           std::error_code ignored;
           socket->close(ignored);
         } else {
@@ -278,8 +282,12 @@ class Server {
   void admit(Session::Socket socket, Admission admission) {
     if (shared_.connections >= shared_.max_connections) {
       // Closed before a byte is read: nothing of the connection is buffered.
-      spdlog::warn("{} connection refused: {} connections open (--max-connections)", admission.peer,
-                   shared_.connections);
+      if (auto line = refusals_.note(
+              admission.peer + " over the limit",
+              std::to_string(shared_.connections) + " connections open (--max-connections)",
+              RefusalLog::Clock::now())) {
+        spdlog::warn("{} connection refused: {}", admission.peer, *line);
+      }
       std::error_code ignored;
       socket.close(ignored);
       return;
@@ -342,6 +350,7 @@ class Server {
   uint16_t tcp_port_ = 0;
   bool shutting_down_ = false;
   std::chrono::milliseconds accept_backoff_{0};
+  RefusalLog refusals_;  // the refused peers' warnings, rate-limited per peer
   std::chrono::steady_clock::time_point shutdown_deadline_{};
 };
 

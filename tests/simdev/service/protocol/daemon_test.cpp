@@ -1178,6 +1178,47 @@ TEST_F(DaemonTest, AnotherUidCannotConnectByDefault) {
   expect_alive();
 }
 
+// A uid that may not connect, on a socket every local user can reach, opens 2000
+// connections: the daemon refuses every one and logs one line for it (741,718 connections
+// in 15 s wrote 152 MB of warnings before), and still serves.
+TEST_F(DaemonTest, AFloodOfRefusedConnectionsLogsOneLine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as other uids";
+  start({"--allow-uid", "4242"});
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, daemon_->socket().c_str(), sizeof addr.sun_path - 1);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(3);
+    }
+    int connected = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        ++connected;
+      }
+      if (fd >= 0) ::close(fd);
+    }
+    ::_exit(connected == 2000 ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the flood could not connect as uid 65534";
+  expect_alive();  // accepted after the flood: every refusal was handled before it
+  const std::string output = daemon_->output();
+  size_t lines = 0;
+  for (size_t at = output.find("connection refused"); at != std::string::npos;
+       at = output.find("connection refused", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << output.substr(0, 2000);
+}
+
 TEST(DaemonStartup, RefusesAPathThatIsNotASocket) {
   const fs::path dir = scratch("-file");
   const fs::path file = dir / "not-a-socket";
