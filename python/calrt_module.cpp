@@ -354,9 +354,9 @@ PYBIND11_MODULE(_calrt, m) {
             // the host cancelled ended as asked: "ready", and status() says cancelled.
             const calrt::JobStatus s = j.job.status();
             if (s.state == calrt::JobState::failed || s.state == calrt::JobState::timed_out) {
-              throw calrt::Error(s.code, "Job_Wait",
-                                 std::string("the job ended ") + name_of(s.state) + ": " +
-                                     s.message);
+              throw calrt::Error(
+                  s.code, "Job_Wait",
+                  std::string("the job ended ") + name_of(s.state) + ": " + s.message);
             }
             return "ready";
           },

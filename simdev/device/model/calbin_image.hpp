@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "calbin/manifest.hpp"
+#include "simdev/device/base/workers.hpp"
 #include "simdev/device/model/capacity.hpp"
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/chiplet.hpp"
 #include "simdev/device/model/kv_allocator.hpp"
 #include "simdev/device/model/model_dims.hpp"
-#include "simdev/device/base/workers.hpp"
 #include "simdev/device/timing/cost_model.hpp"
 
 namespace simdev {

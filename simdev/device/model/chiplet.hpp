@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "simdev/device/base/numerics_mutant.hpp"
+#include "simdev/device/base/workers.hpp"
 #include "simdev/device/model/chip_weights.hpp"
 #include "simdev/device/model/kv_store.hpp"
 #include "simdev/device/model/model_dims.hpp"
-#include "simdev/device/base/workers.hpp"
 
 namespace simdev {
 
