@@ -312,6 +312,14 @@ ParsedManifests& parsed_manifests() {
 
 Result<Manifest> read_manifest(const std::filesystem::path& calbin_dir) {
   const std::filesystem::path path = calbin_dir / kManifestFileName;
+  // The manifest is a file of the calbin like the others: a symlink out of the directory is
+  // refused before a byte is read (a parse error would show the outside file's first bytes).
+  if (std::error_code error; std::filesystem::is_symlink(path, error)) {
+    if (Result<std::filesystem::path> inside = resolve_inside(calbin_dir, kManifestFileName);
+        !inside) {
+      return fail(path.string(), "", inside.error().message);
+    }
+  }
   Result<std::string> text = detail::read_file_bounded(path, kMaxManifestBytes);
   if (!text) {
     return tl::unexpected(text.error());

@@ -251,6 +251,27 @@ TEST(ManifestReject, OversizedManifest) {
   EXPECT_NE(from_file.error().message.find("more than the limit"), std::string::npos);
 }
 
+// A manifest.json that is a symlink out of the calbin directory is refused unread: nothing of
+// the outside file appears in the error (it did, as the first byte of a parse error).
+TEST(ManifestReject, AManifestLinkedOutOfTheCalbinIsRefusedUnread) {
+  testing::TempDir outside;
+  testing::write_text(outside / "secret", "S3CRET not json");
+  testing::TempDir dir;
+  std::filesystem::create_symlink(outside / "secret", dir / "manifest.json");
+  const Result<Manifest> read = read_manifest(dir.path());
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().file, (dir / "manifest.json").string());
+  EXPECT_NE(read.error().message.find("outside the calbin directory"), std::string::npos)
+      << read.error().to_string();
+  EXPECT_EQ(read.error().to_string().find("S3CRET"), std::string::npos);
+  EXPECT_EQ(read.error().to_string().find("'S'"), std::string::npos);
+  // A link that stays inside is a file of the calbin like any other.
+  testing::TempDir inside;
+  testing::write_text(inside / "real.json", to_json(testing::sample_manifest()));
+  std::filesystem::create_symlink(inside / "real.json", inside / "manifest.json");
+  EXPECT_TRUE(read_manifest(inside.path())) << "a link inside the calbin";
+}
+
 TEST(ManifestReject, MissingManifestFileNamesThePath) {
   testing::TempDir dir;
   const Result<Manifest> read = read_manifest(dir.path());
