@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace simdev {
 
@@ -30,8 +31,17 @@ class Invariants {
   // "kv_allocator.cpp:41: free_tokens_ <= total_tokens_"; empty while none has failed.
   const std::string& first_failure() const { return first_; }
 
-  // Records a failed check; throws InvariantBroken when strict.
-  void fail(const char* file, int line, const char* condition);
+  // Records a failed check; throws InvariantBroken when strict. Inline: the service client
+  // holds the device's handle tables without the device library.
+  void fail(const char* file, int line, const char* condition) {
+    std::string_view name(file);
+    if (const size_t slash = name.rfind('/'); slash != std::string_view::npos) {
+      name.remove_prefix(slash + 1);
+    }
+    const std::string where = std::string(name) + ":" + std::to_string(line) + ": " + condition;
+    if (failures_++ == 0) first_ = where;
+    if (strict_) throw InvariantBroken("invariant broken at " + where);
+  }
 
  private:
   bool strict_ = false;

@@ -44,7 +44,7 @@ Expected<Resolved<T>> resolve_object(const void* handle, HandleKind kind, const 
   std::shared_ptr<ClientDevice> device = decoded ? find_device_at(decoded->first) : nullptr;
   if (device) {
     std::lock_guard lock(device->mutex);
-    if (auto object = ((*device).*table).find(decoded->second)) {
+    if (auto object = ((*device).*table).share(decoded->second)) {
       const uint64_t wire = object->wire;
       return Resolved<T>{std::move(device), std::move(object), decoded->second, wire};
     }
@@ -183,7 +183,7 @@ Expected<Resolved<ClientBuffer>> resolve_buffer_of(ClientDevice& device, const v
   const auto decoded = decode_handle(reinterpret_cast<uintptr_t>(handle), HandleKind::kBuffer);
   if (decoded && decoded->first == device.slot) {
     std::lock_guard lock(device.mutex);
-    if (auto object = device.buffers.find(decoded->second)) {
+    if (auto object = device.buffers.share(decoded->second)) {
       const uint64_t wire = object->wire;
       return Resolved<ClientBuffer>{nullptr, std::move(object), decoded->second, wire};
     }

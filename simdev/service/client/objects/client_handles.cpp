@@ -24,15 +24,6 @@ HandleRegistry& handle_registry() {
 
 }  // namespace
 
-uint32_t next_generation() {
-  static std::atomic<uint32_t> counter{0};
-  uint32_t g = 0;
-  do {
-    g = counter.fetch_add(1, std::memory_order_relaxed) + 1;
-  } while (g == 0);  // 0 marks a free slot and is never issued
-  return g;
-}
-
 std::string handle_text(const void* handle) {
   char text[32];
   std::snprintf(text, sizeof text, "%p", handle);

@@ -14,69 +14,22 @@
 #include <vector>
 
 #include "simdev/device/base/handle_codec.hpp"
+#include "simdev/device/base/handle_table.hpp"
 
 namespace simdev::service::client {
 
 // An object's id in its device's table of that kind.
 using LocalId = ObjectId;
 
-uint32_t next_generation();
-
 std::string handle_text(const void* handle);
 
-// Objects of one kind of one device, by local id. Not thread-safe: the device's mutex
-// guards it.
+// Objects of one kind of one device, by local id: the simulator's table, holding shared
+// pointers (a call keeps its object alive while it uses it) and leaving index 0 to the device
+// handle. Not thread-safe: the device's mutex guards it.
 template <class T>
-class ObjectTable {
+class ObjectTable : public HandleTable<T, std::shared_ptr<T>> {
  public:
-  std::optional<LocalId> insert(std::shared_ptr<T> object) {
-    uint32_t index = 0;
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-    } else {
-      // Index 0 stays unused: the device handle uses it.
-      if (slots_.empty()) slots_.emplace_back();
-      if (slots_.size() >= kMaxObjects) return std::nullopt;
-      index = static_cast<uint32_t>(slots_.size());
-      slots_.emplace_back();
-    }
-    Slot& slot = slots_[index];
-    slot.generation = next_generation();
-    slot.object = std::move(object);
-    return LocalId{index, slot.generation};
-  }
-  std::shared_ptr<T> find(LocalId id) const {
-    if (id.index == 0 || id.index >= slots_.size()) return nullptr;
-    const Slot& slot = slots_[id.index];
-    return slot.generation == id.generation ? slot.object : nullptr;
-  }
-  std::shared_ptr<T> erase(LocalId id) {
-    auto object = find(id);
-    if (object) {
-      slots_[id.index] = Slot{};
-      free_.push_back(id.index);
-    }
-    return object;
-  }
-  template <class Fn>
-  void for_each(Fn&& fn) {
-    for (uint32_t i = 1; i < slots_.size(); ++i) {
-      if (slots_[i].object) fn(LocalId{i, slots_[i].generation}, *slots_[i].object);
-    }
-  }
-  void clear() {
-    slots_.clear();
-    free_.clear();
-  }
-
- private:
-  struct Slot {
-    uint32_t generation = 0;
-    std::shared_ptr<T> object;
-  };
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_;
+  ObjectTable() : HandleTable<T, std::shared_ptr<T>>(kMaxObjects, nullptr, 1) {}
 };
 
 struct ClientDevice;
