@@ -24,7 +24,7 @@ Failure take_error(const CalrtApi* api, CalrtError* error) {
   message_args.error = error;
   api->Error_Message(&message_args);
   Failure failure;
-  failure.code = get_enum(code_args.code);
+  put_enum(failure.code, get_enum(code_args.code));  // the raw value, an enumerator or not
   if (message_args.message != nullptr) {
     failure.message.assign(message_args.message, message_args.message_size);
   }

@@ -7,16 +7,19 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "abi/calrt.h"
 #include "abi/calrt_ext.h"
+#include "simdev/device/base/status.hpp"
 
 namespace simdev::service::server {
 
-// A call's outcome as it crosses the wire: code 0 (CALRT_OK) for success.
-struct Failure {
-  uint32_t code = CALRT_OK;
-  std::string message;
+// A call's outcome as it crosses the wire: the simulator's Error (base/status.hpp), with
+// CALRT_OK for a call that succeeded.
+struct Failure : Error {
+  Failure() : Error{CALRT_OK, {}} {}
+  Failure(CalrtCode code_in, std::string message_in) : Error{code_in, std::move(message_in)} {}
   bool ok() const { return code == CALRT_OK; }
 };
 
