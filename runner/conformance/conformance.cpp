@@ -111,6 +111,21 @@ ClauseResult::Verdict verdict_of(ChildVerdict::Kind kind) {
 
 }  // namespace
 
+std::vector<ClauseResult> refused_runtime_results(const ConformanceOptions& options,
+                                                  const std::string& why) {
+  std::vector<ClauseResult> results;
+  for (const Clause& clause : conformance_clauses()) {
+    if (clause.id == "VER.1") {
+      results.push_back({clause.id, clause.title, ClauseResult::Verdict::fail,
+                         "the runtime was refused at load: " + why, 0.0});
+    } else if (selected(options, clause.id)) {
+      results.push_back({clause.id, clause.title, ClauseResult::Verdict::skip,
+                         "not run: the runtime was refused at load (VER.1)", 0.0});
+    }
+  }
+  return results;
+}
+
 size_t conformance_selected_count(const ConformanceOptions& options) {
   size_t count = 0;
   for (const Clause& clause : conformance_clauses()) {

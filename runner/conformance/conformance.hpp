@@ -54,6 +54,13 @@ bool conformance_prefix_known(const std::string& prefix);
 // How many clauses `options.only` selects (all when empty): a progress line's total.
 size_t conformance_selected_count(const ConformanceOptions& options);
 
+// The verdicts for a runtime whose library is there but that the loader refused (a table of
+// another major, a malformed table, no entry point): a conformance failure, not bad input.
+// VER.1 (a table of the current major) fails with the loader's words, whether selected or
+// not, and every other selected clause is skipped for that reason.
+std::vector<ClauseResult> refused_runtime_results(const ConformanceOptions& options,
+                                                  const std::string& why);
+
 // Runs the clauses `options.only` selects (all when empty) in order. Never throws for a
 // misbehaving runtime: that fails the clause. Throws std::invalid_argument for bad options
 // (an unreadable calbin, an unknown prefix), which the command reports as bad input.

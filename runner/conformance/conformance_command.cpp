@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "abi/calrt_loader.hpp"
 #include "runner/core/device/calbin_cache.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/core/report/jsonl.hpp"
@@ -135,8 +137,16 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     run_options.suite_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(options.suite_timeout_s * 1000.0));
     calrt::Api api;
+    std::optional<std::string> refused;  // the loader's words for a runtime it would not take
     try {
       api = open_runtime(spec);
+    } catch (const calrt::LoadError& error) {
+      if (error.kind() == calrt::LoadErrorKind::open_failed) {
+        std::fprintf(stderr, "calrt conformance: --device %s: %s\n", options.device.c_str(),
+                     error.what());
+        return kExitUsage;
+      }
+      refused = error.what();
     } catch (const std::exception& error) {
       std::fprintf(stderr, "calrt conformance: --device %s: %s\n", options.device.c_str(),
                    error.what());
@@ -154,23 +164,29 @@ int run_conformance_command(const ConformanceCommandOptions& options) {
     // Each clause's line is printed as it ends; the line below them says how far the suite is.
     Progress progress("clauses", conformance_selected_count(run_options),
                       options.progress && Progress::terminal());
-    const std::vector<ClauseResult> results =
-        run_conformance(api, spec, run_options, [&](const ClauseResult& r) {
-          progress.clear();
-          nlohmann::json record = {{"record", "clause"}};
-          record.update(to_json(r));
-          jsonl.write(record);
-          ++counts[static_cast<int>(r.verdict)];
-          seconds += r.seconds;
-          if (r.verdict == ClauseResult::Verdict::pass) {
-            std::printf("PASS %s %s\n", r.id.c_str(), r.title.c_str());
-          } else {
-            std::printf("%s %s %s: %s\n", to_string(r.verdict), r.id.c_str(), r.title.c_str(),
-                        r.reason.c_str());
-          }
-          std::fflush(stdout);
-          progress.update(counts[0] + counts[1] + counts[2], r.id);
-        });
+    const auto on_result = [&](const ClauseResult& r) {
+      progress.clear();
+      nlohmann::json record = {{"record", "clause"}};
+      record.update(to_json(r));
+      jsonl.write(record);
+      ++counts[static_cast<int>(r.verdict)];
+      seconds += r.seconds;
+      if (r.verdict == ClauseResult::Verdict::pass) {
+        std::printf("PASS %s %s\n", r.id.c_str(), r.title.c_str());
+      } else {
+        std::printf("%s %s %s: %s\n", to_string(r.verdict), r.id.c_str(), r.title.c_str(),
+                    r.reason.c_str());
+      }
+      std::fflush(stdout);
+      progress.update(counts[0] + counts[1] + counts[2], r.id);
+    };
+    std::vector<ClauseResult> results;
+    if (refused) {
+      results = refused_runtime_results(run_options, *refused);
+      for (const ClauseResult& r : results) on_result(r);
+    } else {
+      results = run_conformance(api, spec, run_options, on_result);
+    }
     progress.clear();
     std::printf("%zu passed, %zu failed, %zu skipped\n", counts[0], counts[1], counts[2]);
     std::fflush(stdout);

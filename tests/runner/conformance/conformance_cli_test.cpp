@@ -265,6 +265,28 @@ TEST(ConformanceCli, BadTimeoutsAreBadInput) {
   }
 }
 
+// A runtime the loader refuses (its table is of another major) is a conformance failure:
+// VER.1 fails with the loader's words, the other clauses are skipped, the JUnit file is
+// written and the exit is 1; a library that is not there stays bad input (below).
+TEST(ConformanceCli, AWrongMajorRuntimeFailsVerOneWithAReport) {
+  const fs::path junit = scratch("wrong-major.xml");
+  const CalrtRun run = run_calrt(conformance_args(CALRT_WRONG_MAJOR_SO) + " --only VER,JOB.1" +
+                                 " --junit " + quoted(junit));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  const Terminal terminal = parse_terminal(run.output);
+  ASSERT_TRUE(terminal.verdicts.count("VER.1")) << run.output;
+  EXPECT_EQ(terminal.verdicts.at("VER.1"), "FAIL");
+  EXPECT_EQ(terminal.verdicts.at("JOB.1"), "SKIP");
+  EXPECT_NE(run.output.find("refused at load"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("asked for ABI major 0, the table says 1."), std::string::npos)
+      << run.output;
+  tinyxml2::XMLDocument doc;
+  ASSERT_EQ(doc.LoadFile(junit.c_str()), tinyxml2::XML_SUCCESS) << junit;
+  const tinyxml2::XMLElement* suites = doc.FirstChildElement("testsuites");
+  ASSERT_NE(suites, nullptr);
+  EXPECT_STREQ(suites->Attribute("failures"), "1");
+}
+
 TEST(ConformanceCli, UnloadableDeviceIsBadInput) {
   const CalrtRun run = run_calrt(conformance_args("/nonexistent/libruntime.so"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
