@@ -276,7 +276,7 @@ void Engine::Impl::admit() {
       return;
     }
     if (!seq) {
-      const Error error = seq.error();
+      const Error error = reclassify(seq.error());
       if (error.kind == ErrorKind::device) {
         active.push_back(std::move(live));
         device_fault(error);

@@ -35,6 +35,27 @@ bool self_test(const calrt::Device& device) {
 
 }  // namespace
 
+Error Engine::Impl::classify(const calrt::Error& error, std::string_view where) const {
+  return reclassify(from_runtime(error, where));
+}
+
+Error Engine::Impl::reclassify(Error mapped) const {
+  if (mapped.kind != ErrorKind::request || mapped.runtime_code != CALRT_WRONG_STATE) {
+    return mapped;
+  }
+  try {
+    const calrt::DeviceState state = device.status().state;
+    if (state == calrt::DeviceState::open || state == calrt::DeviceState::configured ||
+        state == calrt::DeviceState::running) {
+      return mapped;
+    }
+    return device_error(mapped.message + " (device " + calrt::to_string(state) + ")",
+                        mapped.runtime_code);
+  } catch (const calrt::Error& status_error) {
+    return from_runtime(status_error, "Device_Status after WRONG_STATE");
+  }
+}
+
 void Engine::Impl::pop_oldest() {
   Flight& flight = flights.front();
   flight.job = calrt::Job();  // Job_Destroy (errors discarded: the job is final or lost)

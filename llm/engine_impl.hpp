@@ -98,6 +98,10 @@ struct Engine::Impl {
   void emit(Live& live, Flight& flight, uint32_t row, calrt::Buffer& output,
             const ModelBinding& model);
   // engine_faults.cpp
+  // A runtime error of a call the engine made, classified: a request-class code the device
+  // gave because it is FAULTED or LOST (WRONG_STATE) is the device's fault, not the request's.
+  Error classify(const calrt::Error& error, std::string_view where) const;
+  Error reclassify(Error mapped) const;
   void fail_rows(const std::vector<Live*>& rows, const Error& error);
   void model_fault(const Error& error);
   void device_fault(const Error& error);

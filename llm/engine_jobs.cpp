@@ -104,7 +104,7 @@ bool Engine::Impl::submit_prefill(uint32_t slot, Live& live) {
     flight.job = calrt::Job::submit(calbin, m.name(), io.prefill_in, io.prefill_out);
     flights.push_back(std::move(flight));
   } catch (const calrt::Error& error) {
-    fail_rows({&live}, from_runtime(error, fmt::format("prefill of request {}", live.id)));
+    fail_rows({&live}, classify(error, fmt::format("prefill of request {}", live.id)));
     return false;
   }
   if (!live.first_job) {
@@ -148,14 +148,15 @@ bool Engine::Impl::submit_decode(uint32_t slot, std::vector<Live*> rows) {
       write_column_i32((*map).bytes(), m.position(), positions);
     }
     // Rows past the live ones are idle: cur_seq_len counts the live rows, and the device
-    // computes only those (calrt.h, Kv_Apply); past_kv_cur_seq_len is each row's position.
+    // computes only those (calrt.h, Kv_Apply). A batch decode takes each row's past from its
+    // position and does not read past_kv_cur_seq_len; a batch-1 decode reads it.
     io.decode_in.set_csr(m.cur_seq_len_csr, rows.size());
-    io.decode_in.set_csr(m.past_kv_csr, 0);
+    io.decode_in.set_csr(m.past_kv_csr, contract.caps.n_batch == 1 ? positions.front() : 0);
     Flight flight{slot, false, 1, rows, {}, {}};
     flight.job = calrt::Job::submit(calbin, m.name(), io.decode_in, io.decode_out);
     flights.push_back(std::move(flight));
   } catch (const calrt::Error& error) {
-    fail_rows(rows, from_runtime(error, fmt::format("decode step of {} rows", rows.size())));
+    fail_rows(rows, classify(error, fmt::format("decode step of {} rows", rows.size())));
     return false;
   }
   for (Live* live : rows) {
@@ -185,7 +186,7 @@ bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
     }
     status = flight.job.status();
   } catch (const calrt::Error& error) {
-    device_fault(from_runtime(error, "waiting for a job"));
+    device_fault(classify(error, "waiting for a job"));
     return true;
   }
   for (Live* live : flight.rows) {
@@ -220,7 +221,7 @@ bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
       if (gives && !live.cancel) emit(live, flight, r, output, model);
     }
   } catch (const calrt::Error& error) {
-    const Error mapped = from_runtime(error, "reading a job's output");
+    const Error mapped = classify(error, "reading a job's output");
     if (mapped.kind == ErrorKind::device) {
       device_fault(mapped);
       return true;
