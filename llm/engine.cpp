@@ -373,6 +373,13 @@ EngineStats Engine::stats() const {
   out.queued = impl_->queue.size();
   out.active = impl_->active.size();
   out.model_available = impl_->model_available && !impl_->down;
+  if (impl_->calbin) {
+    try {
+      out.device_kv_handles = impl_->calbin.kv_capacity().live_handles;
+    } catch (const calrt::Error&) {
+      out.device_kv_handles = -1;  // a faulted or lost device: the ledger stands alone
+    }
+  }
   return out;
 }
 

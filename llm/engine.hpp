@@ -68,6 +68,9 @@ struct Capabilities {
 struct EngineStats {
   Ledger ledger;              // engine-wide: the sum of the live requests' ledgers
   int64_t buffers_alive = 0;  // the engine's own slot buffers (created at open and reopen)
+  // The runtime's own count of live KV handles of the calbin (Kv_Capacity), against which
+  // the ledger's kv_handles can be checked; -1 when the runtime cannot say.
+  int64_t device_kv_handles = -1;
   uint64_t submitted = 0;
   uint64_t completed = 0;
   uint64_t failed = 0;

@@ -109,6 +109,8 @@ inline void expect_ledger_zero(const Engine& engine, const Outcome& outcome) {
   const EngineStats stats = engine.stats();
   if (engine.idle()) {
     EXPECT_TRUE(stats.ledger.zero()) << "engine: " << stats.ledger.to_string();
+    // The runtime's own count, apart from the adapter's bookkeeping.
+    EXPECT_EQ(stats.device_kv_handles, 0) << "KV handles the device still holds";
   }
 }
 
