@@ -155,6 +155,15 @@ void bind_ranked(const calrt::ModelDesc& model, const calrt::CalbinInfo& info,
                     "on-device top-{} output",
                     s.manifest_file, model.name, k));
   }
+  if (s.service.decode_top_k != static_cast<uint32_t>(k)) {
+    out.add(
+        fmt::format("{}: decode_top_k is {} but the device's model \"{}\" gives its {} best "
+                    "ids",
+                    s.service_file,
+                    s.service.decode_top_k ? std::to_string(*s.service.decode_top_k)
+                                           : std::string("not set (full rows)"),
+                    model.name, k));
+  }
   b.top_k = static_cast<uint32_t>(k);
   b.top_ids_output = ids->index;
   b.top_logits_output = values->index;
@@ -206,7 +215,15 @@ ModelBinding bind_model(const calrt::Calbin& calbin, const calrt::CalbinInfo& in
                       calrt::Dtype::int32, {rows, tokens}, out)) {
     b.position_input = t->index;
   }
-  if (decode && b.desc.find_tensor(calrt::Direction::output, calrt::TensorRole::top_ids)) {
+  const bool ranked =
+      decode && b.desc.find_tensor(calrt::Direction::output, calrt::TensorRole::top_ids);
+  if (decode && s.service.decode_top_k && !ranked) {
+    out.add(
+        fmt::format("{}: decode_top_k is {} but the device's model \"{}\" gives full "
+                    "logits rows",
+                    s.service_file, *s.service.decode_top_k, b.desc.name));
+  }
+  if (ranked) {
     bind_ranked(b.desc, info, s, b, out);
   } else {
     const calrt::Dtype dtype =

@@ -42,7 +42,15 @@ Result<calbin::ServiceManifest> derive_service_manifest(const calbin::Manifest& 
     };
     s.token = {false, index_of(model.inputs, calbin::TensorRole::kToken)};
     s.position = {false, index_of(model.inputs, calbin::TensorRole::kPosition)};
-    s.logits = {true, index_of(model.outputs, calbin::TensorRole::kLogits)};
+    if (model.type == calbin::ModelType::kPrefill) {
+      s.logits = {true, index_of(model.outputs, calbin::TensorRole::kLogits)};
+    }
+    for (const calbin::TensorDesc& t : model.outputs) {
+      if (model.type == calbin::ModelType::kDecode && t.role == calbin::TensorRole::kTopIds &&
+          t.shape.size() == 2) {
+        s.decode_top_k = static_cast<uint32_t>(t.shape[1]);
+      }
+    }
   }
   s.current = {"cur_seq_len", 0};
   s.past_current = {"past_kv_cur_seq_len", 0};
