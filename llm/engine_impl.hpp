@@ -95,8 +95,17 @@ struct Engine::Impl {
   bool submit_decode(uint32_t slot, std::vector<Live*> rows);
   // Waits for the oldest job at most `budget`; false when it is still running.
   bool complete_oldest(std::chrono::nanoseconds budget);
+  void add_device_time(const Flight& flight, const calrt::JobStatus& status);
+  // The oldest job failed: a request fault ends its rows, others go to model_fault() or
+  // device_fault().
+  void fail_oldest(const Error& error);
   void emit(Live& live, Flight& flight, uint32_t row, calrt::Buffer& output,
             const ModelBinding& model);
+  // The token of one row: ranked on the device, or ranked/sampled from the full row.
+  int32_t pick_ranked(Live& live, uint32_t row, calrt::Buffer& output, const ModelBinding& model,
+                      uint64_t stream, TokenEvent& event);
+  int32_t pick_full(Live& live, uint32_t row, calrt::Buffer& output, const ModelBinding& model,
+                    uint64_t stream, TokenEvent& event);
   // engine_faults.cpp
   // A runtime error of a call the engine made, classified: a request-class code the device
   // gave because it is FAULTED or LOST (WRONG_STATE) is the device's fault, not the request's.

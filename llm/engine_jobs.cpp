@@ -168,6 +168,25 @@ bool Engine::Impl::submit_decode(uint32_t slot, std::vector<Live*> rows) {
   return true;
 }
 
+// A batch step's device time counts for each of its rows.
+void Engine::Impl::add_device_time(const Flight& flight, const calrt::JobStatus& status) {
+  for (Live* live : flight.rows) {
+    live->timing.h2d += span(status.submit_time, status.h2d_end_time);
+    live->timing.infer += span(status.compute_start_time, status.compute_end_time);
+    live->timing.d2h += span(status.compute_end_time, status.end_time);
+  }
+}
+
+void Engine::Impl::fail_oldest(const Error& error) {
+  if (error.kind != ErrorKind::request) {
+    fail_rows({}, error);  // the model's or the device's: every request is answered
+    return;
+  }
+  const std::vector<Live*> rows = flights.front().rows;
+  pop_oldest();
+  fail_rows(rows, error);
+}
+
 bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
   Flight& flight = flights.front();
   const std::chrono::nanoseconds job_left = config.job_timeout - flight.waited;
@@ -189,25 +208,11 @@ bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
     device_fault(classify(error, "waiting for a job"));
     return true;
   }
-  for (Live* live : flight.rows) {
-    live->timing.h2d += span(status.submit_time, status.h2d_end_time);
-    live->timing.infer += span(status.compute_start_time, status.compute_end_time);
-    live->timing.d2h += span(status.compute_end_time, status.end_time);
-  }
+  add_device_time(flight, status);
   if (status.state != calrt::JobState::completed) {
-    const Error error =
-        from_runtime_code(status.code, status.message,
-                          fmt::format("{} job {}", flight.prefill ? "prefill" : "decode",
-                                      calrt::to_string(status.state)));
-    if (error.kind == ErrorKind::device) {
-      device_fault(error);
-    } else if (error.kind == ErrorKind::model) {
-      model_fault(error);
-    } else {
-      const std::vector<Live*> rows = flight.rows;
-      pop_oldest();
-      fail_rows(rows, error);
-    }
+    fail_oldest(from_runtime_code(status.code, status.message,
+                                  fmt::format("{} job {}", flight.prefill ? "prefill" : "decode",
+                                              calrt::to_string(status.state))));
     return true;
   }
   Slot& io = slots[flight.slot];
@@ -221,14 +226,7 @@ bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
       if (gives && !live.cancel) emit(live, flight, r, output, model);
     }
   } catch (const calrt::Error& error) {
-    const Error mapped = classify(error, "reading a job's output");
-    if (mapped.kind == ErrorKind::device) {
-      device_fault(mapped);
-      return true;
-    }
-    const std::vector<Live*> rows = flight.rows;
-    pop_oldest();
-    fail_rows(rows, mapped);
+    fail_oldest(classify(error, "reading a job's output"));
     return true;
   }
   const std::vector<Live*> rows = flight.rows;
@@ -244,68 +242,79 @@ bool Engine::Impl::complete_oldest(std::chrono::nanoseconds budget) {
   return true;
 }
 
+// The device ranked: greedy is its first id; sampling draws from its first k.
+int32_t Engine::Impl::pick_ranked(Live& live, uint32_t row, calrt::Buffer& output,
+                                  const ModelBinding& model, uint64_t stream, TokenEvent& event) {
+  const Request& r = live.request;
+  const auto begin = SteadyClock::now();
+  const size_t k = model.top_k;
+  std::vector<int32_t> ids(k);
+  {
+    const CountedMap map(output, model.top_ids_output, config.call_timeout, ledger_of(live));
+    std::memcpy(ids.data(), (*map).bytes().data() + row * k * sizeof(int32_t), k * sizeof(int32_t));
+  }
+  std::vector<float> values(k);
+  {
+    const CountedMap map(output, model.top_logits_output, config.call_timeout, ledger_of(live));
+    read_row_f32_into((*map).bytes(), model.top_logits(), row, values);
+  }
+  const bool greedy = r.sampling.method == SamplingMethod::greedy;
+  const size_t first = greedy ? 1 : std::min<size_t>(r.sampling.top_k, k);
+  const int32_t token = ids[draw_candidate(std::span<const float>(values).first(first),
+                                           r.sampling.temperature, stream, r.sampling.top_p)];
+  live.timing.sample += SteadyClock::now() - begin;
+  if (r.want_logits) {
+    event.logits = std::move(values);
+    event.top_ids = std::move(ids);
+  }
+  return token;
+}
+
+// A full row: greedy without want_logits ranks straight from the BF16 row (no FP32 row is
+// written); otherwise the row is converted once, ranked while it is converted, then drawn from.
+int32_t Engine::Impl::pick_full(Live& live, uint32_t row, calrt::Buffer& output,
+                                const ModelBinding& model, uint64_t stream, TokenEvent& event) {
+  const Request& r = live.request;
+  const bool greedy = r.sampling.method == SamplingMethod::greedy;
+  const CountedMap map(output, model.logits_output, config.call_timeout, ledger_of(live));
+  RowPick pick;
+  std::vector<float> logits;
+  if (greedy && !r.want_logits) {
+    const auto begin = SteadyClock::now();
+    pick = rank_row((*map).bytes(), model.logits(), row, 1);
+    live.timing.sample += SteadyClock::now() - begin;
+  } else {
+    const size_t k = greedy ? 1 : std::clamp<size_t>(r.sampling.top_k, 1, contract.caps.vocab);
+    const auto begin = SteadyClock::now();
+    logits.resize(contract.caps.vocab);
+    pick = read_row_pick((*map).bytes(), model.logits(), row, logits, k);
+    live.timing.convert += SteadyClock::now() - begin;
+  }
+  const auto begin = SteadyClock::now();
+  int32_t token = pick.argmax;
+  if (!greedy) {
+    std::vector<float> ranked;
+    for (const int32_t id : pick.top_k) ranked.push_back(logits[static_cast<size_t>(id)]);
+    token = pick.top_k[draw_candidate(ranked, r.sampling.temperature, stream, r.sampling.top_p)];
+  }
+  live.timing.sample += SteadyClock::now() - begin;
+  if (r.want_logits) event.logits = std::move(logits);
+  return token;
+}
+
 void Engine::Impl::emit(Live& live, Flight& flight, uint32_t row, calrt::Buffer& output,
                         const ModelBinding& model) {
-  const Request& r = live.request;
   const uint32_t step = static_cast<uint32_t>(live.generated.size());
-  const uint64_t stream = derive_stream(r.sampling.seed, {step});
-  const bool greedy = r.sampling.method == SamplingMethod::greedy;
+  // The stream depends on the request's seed and the step alone: the same tokens whoever
+  // shares the device.
+  const uint64_t stream = derive_stream(live.request.sampling.seed, {step});
   TokenEvent event;
   event.id = live.id;
   event.step = step;
   event.row = row;
   event.slot = flight.slot;
-  if (model.ranked()) {
-    // The device ranked: greedy is its first id; sampling draws from its first k.
-    const auto begin = SteadyClock::now();
-    const size_t k = model.top_k;
-    std::vector<int32_t> ids(k);
-    {
-      const CountedMap map(output, model.top_ids_output, config.call_timeout, ledger_of(live));
-      std::memcpy(ids.data(), (*map).bytes().data() + row * k * sizeof(int32_t),
-                  k * sizeof(int32_t));
-    }
-    std::vector<float> values(k);
-    {
-      const CountedMap map(output, model.top_logits_output, config.call_timeout, ledger_of(live));
-      read_row_f32_into((*map).bytes(), model.top_logits(), row, values);
-    }
-    const size_t first = greedy ? 1 : std::min<size_t>(r.sampling.top_k, k);
-    event.token = ids[draw_candidate(std::span<const float>(values).first(first),
-                                     r.sampling.temperature, stream, r.sampling.top_p)];
-    live.timing.sample += SteadyClock::now() - begin;
-    if (r.want_logits) {
-      event.logits = std::move(values);
-      event.top_ids = std::move(ids);
-    }
-  } else {
-    const CountedMap map(output, model.logits_output, config.call_timeout, ledger_of(live));
-    const size_t k = greedy ? 1 : std::clamp<size_t>(r.sampling.top_k, 1, contract.caps.vocab);
-    RowPick pick;
-    std::vector<float> logits;
-    if (greedy && !r.want_logits) {
-      // Greedy needs the ranking only: straight from the BF16 row, no FP32 row written.
-      const auto begin = SteadyClock::now();
-      pick = rank_row((*map).bytes(), model.logits(), row, 1);
-      live.timing.sample += SteadyClock::now() - begin;
-    } else {
-      const auto begin = SteadyClock::now();
-      logits.resize(contract.caps.vocab);
-      pick = read_row_pick((*map).bytes(), model.logits(), row, logits, k);
-      live.timing.convert += SteadyClock::now() - begin;
-    }
-    const auto begin = SteadyClock::now();
-    if (greedy) {
-      event.token = pick.argmax;
-    } else {
-      std::vector<float> ranked;
-      for (const int32_t id : pick.top_k) ranked.push_back(logits[static_cast<size_t>(id)]);
-      event.token =
-          pick.top_k[draw_candidate(ranked, r.sampling.temperature, stream, r.sampling.top_p)];
-    }
-    live.timing.sample += SteadyClock::now() - begin;
-    if (r.want_logits) event.logits = std::move(logits);
-  }
+  event.token = model.ranked() ? pick_ranked(live, row, output, model, stream, event)
+                               : pick_full(live, row, output, model, stream, event);
   const auto now = SteadyClock::now();
   if (!live.first_token) {
     live.first_token = now;
