@@ -145,14 +145,18 @@ Result<void> Engine::Impl::load() {
     if (!checked) return tl::unexpected(checked.error());
     contract = std::move(*checked);
     calbin.configure(config.call_timeout);
-    auto caps = llm::capabilities(calbin, manifest);
-    if (!caps) return tl::unexpected(caps.error());
-    caps->decode_top_k = contract.decode.top_k;
+    auto found = llm::capabilities(calbin, manifest);
+    if (!found) return tl::unexpected(found.error());
+    found->decode_top_k = contract.decode.top_k;
     if (config.slot_context > 0) {
-      caps->slot_context = config.slot_context;
-      caps->n_ctx = std::min(caps->n_ctx, config.slot_context);
+      found->slot_context = config.slot_context;
+      found->n_ctx = std::min(found->n_ctx, config.slot_context);
     }
-    contract.caps = *caps;
+    contract.caps = *found;
+    {
+      const std::lock_guard lock(mutex);
+      caps = *found;
+    }
     const bool parallel = config.parallel;
     device.set_parallel_mode(parallel);
     for (uint32_t s = 0; s < (parallel ? 2u : 1u); ++s) {
@@ -199,10 +203,10 @@ const calrt::Device& Engine::device() const { return impl_->device; }
 
 Result<RequestId> Engine::submit(Request request) {
   Impl& e = *impl_;
-  if (auto valid = validate(request, e.contract.caps); !valid) {
+  const std::lock_guard lock(e.mutex);
+  if (auto valid = validate(request, e.caps); !valid) {
     return tl::unexpected(valid.error());
   }
-  const std::lock_guard lock(e.mutex);
   if (!e.model_available) {
     return tl::unexpected(
         model_error(ErrorCode::model_unavailable,
@@ -265,7 +269,7 @@ void Engine::Impl::take_queue_updates() {
 // First come first served: the queue's head is admitted when a sequence can be had; a head
 // whose KV does not fit waits for others to end, unless nothing else holds KV.
 void Engine::Impl::admit() {
-  const Capabilities& caps = contract.caps;
+  const uint32_t n_ctx = contract.caps.n_ctx;
   while (active.size() < config.max_sequences) {
     std::unique_ptr<Live> live;
     {
@@ -276,7 +280,7 @@ void Engine::Impl::admit() {
     }
     const Request& r = live->request;
     const uint32_t positions = static_cast<uint32_t>(r.prompt.size() + r.max_new_tokens - 1);
-    const uint32_t capacity = r.context_shift ? caps.n_ctx : std::min(caps.n_ctx, positions);
+    const uint32_t capacity = r.context_shift ? n_ctx : std::min(n_ctx, positions);
     auto seq = Sequence::create(calbin, capacity, r.prompt, ledger_of(*live));
     if (!seq && seq.error().code == ErrorCode::kv_exhausted && !active.empty()) {
       const std::lock_guard lock(mutex);

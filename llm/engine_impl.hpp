@@ -71,6 +71,7 @@ struct Engine::Impl {
   std::deque<std::unique_ptr<Live>> queue;
   std::unordered_set<RequestId> cancels;
   std::unordered_set<RequestId> live_ids;  // submitted, no Outcome yet
+  Capabilities caps;  // contract.caps as submit() sees it: the polling thread reloads contract
   RequestId next_id = 1;
   bool model_available = true;
   std::optional<Error> down;  // the device could not be brought back

@@ -3,6 +3,9 @@
 // ledger and the engine's are zero once it has ended.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tests/llm/engine_fixture.hpp"
 
 namespace calrt::llm::test {
@@ -185,6 +188,51 @@ TEST(Sampling, TopPKeepsTheNucleusOnly) {
     other = draw_candidate(ranked, 1.0, stream, 1.0) != 0;
   }
   EXPECT_TRUE(other) << "without top-p the tail is never drawn";
+}
+
+}  // namespace
+}  // namespace calrt::llm::test
+
+namespace calrt::llm::test {
+namespace {
+
+// submit() and cancel() from other threads while one thread polls: every request accepted
+// gets exactly one outcome (RunLog fails on a second one), the cancelled ones as cancelled or
+// completed if they ended first, and nothing is left held.
+TEST(Threads, SubmitAndCancelFromOtherThreadsWhileOnePolls) {
+  auto engine = open_or_fail(config_for(kTiny));
+  ASSERT_TRUE(engine);
+  constexpr int kRequests = 24;
+  std::vector<RequestId> ids(kRequests);
+  std::atomic<int> submitted{0};
+  std::thread submitter([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      auto id = engine->submit(greedy_request(prompt_of(1 + i % 20, i, 1000), 6));
+      ids[static_cast<size_t>(i)] = id ? *id : 0;
+      submitted.fetch_add(1);
+    }
+  });
+  std::thread canceller([&] {
+    for (int i = 0; i < kRequests; i += 3) {
+      while (submitted.load() <= i) std::this_thread::yield();
+      engine->cancel(ids[static_cast<size_t>(i)]);
+    }
+  });
+  RunLog log;
+  std::vector<Event> events;
+  const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;
+  while (log.outcomes.size() < kRequests && std::chrono::steady_clock::now() < deadline) {
+    engine->poll(std::chrono::milliseconds(50), events);
+    log.add(events);
+  }
+  submitter.join();
+  canceller.join();
+  ASSERT_EQ(log.outcomes.size(), static_cast<size_t>(kRequests));
+  for (const auto& [id, outcome] : log.outcomes) {
+    if (outcome.error) EXPECT_EQ(outcome.error->code, ErrorCode::cancelled) << id;
+    expect_ledger_zero(*engine, outcome);
+  }
+  EXPECT_TRUE(engine->idle());
 }
 
 }  // namespace
