@@ -101,3 +101,39 @@ TEST(Contract, AMissingServiceManifestIsBadInputNamingTheFile) {
 
 }  // namespace
 }  // namespace calrt::llm::test
+
+namespace calrt::llm::test {
+namespace {
+
+// The device's own view against the calbin's manifest: the simulator's table with
+// Calbin_GetTensor reporting another tile size for the logits (a runtime whose metadata
+// disagrees with the package). The row reader takes the tile from the descriptor, so a
+// disagreement must stop the start, naming both.
+const CalrtApi* real_table = nullptr;
+
+CalrtError* retiled_get_tensor(Calrt_Calbin_GetTensor_Args* args) {
+  CalrtError* error = real_table->Calbin_GetTensor(args);
+  if (error == nullptr && args->role == CALRT_ROLE_LOGITS && args->tile_d0 == 16) {
+    args->tile_d0 = 32;
+  }
+  return error;
+}
+
+TEST(Contract, ATileSizeTheDeviceReportsOtherwiseIsAModelMismatch) {
+  static CalrtApi table;
+  real_table = calrt_sim_get_api(CALRT_ABI_MAJOR);
+  table = *real_table;
+  table.Calbin_GetTensor = &retiled_get_tensor;
+  EngineConfig config = config_for(kTiny, kTinyService);
+  config.device.api = calrt::Api(&table);
+  auto engine = Engine::open(std::move(config));
+  ASSERT_FALSE(engine);
+  EXPECT_EQ(engine.error().code, ErrorCode::model_mismatch);
+  for (const char* part : {"tile_d0 16", "tile_d0 32", "manifest.json"}) {
+    EXPECT_NE(engine.error().message.find(part), std::string::npos)
+        << part << " not in: " << engine.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace calrt::llm::test

@@ -177,6 +177,32 @@ TEST_F(RequestTest, SamplingIsDeterministicPerSeed) {
   EXPECT_EQ(one.tokens, greedy.tokens);
 }
 
+TEST(Timing, EveryPhaseIsTimedByItsOwnClock) {
+  auto engine = open_or_fail(config_for(kTiny));
+  ASSERT_TRUE(engine);
+  Request r = greedy_request(prompt_of(300, 6, 1000), 6, true);  // two prefill chunks
+  const Outcome o = run_alone(*engine, r, kRunTimeout);
+  ASSERT_TRUE(o.ok()) << o.error->to_string();
+  const RequestTiming& t = o.timing;
+  EXPECT_EQ(t.prefill_jobs, 2u);
+  EXPECT_EQ(t.decode_jobs, 5u);
+  // Device clock: every job moved inputs, computed and moved the row back.
+  EXPECT_GT(t.h2d.count(), 0);
+  EXPECT_GT(t.infer.count(), 0);
+  EXPECT_GT(t.d2h.count(), 0);
+  // Host clock: with want_logits every row is converted; sampling ranks it.
+  EXPECT_GT(t.convert.count(), 0);
+  EXPECT_GT(t.sample.count(), 0);
+  EXPECT_GT(t.ttft.count(), 0);
+  EXPECT_GT(t.tpot.count(), 0);
+  EXPECT_GE(t.total, t.ttft);
+  EXPECT_LE(t.queue, t.ttft);
+  // Greedy without logits converts nothing: it ranks the BF16 row.
+  const Outcome ranked = run_alone(*engine, greedy_request(r.prompt, 6), kRunTimeout);
+  EXPECT_EQ(ranked.timing.convert.count(), 0);
+  EXPECT_EQ(ranked.tokens, o.tokens);
+}
+
 TEST(Sampling, TopPKeepsTheNucleusOnly) {
   const std::vector<float> ranked = {4.0f, 1.0f, 0.5f, 0.0f};  // best first
   for (uint64_t stream = 0; stream < 200; ++stream) {
