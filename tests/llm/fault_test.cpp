@@ -13,12 +13,13 @@ namespace {
 struct DeviceFaultCase {
   const char* name;
   const char* plan;
+  const char* calbin = CALRT_LLM_TINY_CALBIN;
 };
 
 class DeviceFault : public ::testing::TestWithParam<DeviceFaultCase> {};
 
 TEST_P(DeviceFault, AnswersEveryRequestRecoversAndLaterRequestsAreCorrect) {
-  auto engine = open_or_fail(config_for(kTiny));
+  auto engine = open_or_fail(config_for(GetParam().calbin));
   ASSERT_TRUE(engine);
   const uint32_t vocab = engine->capabilities().vocab;
   std::vector<Request> requests;
@@ -73,6 +74,9 @@ INSTANTIATE_TEST_SUITE_P(
                         "faults:\n  - kind: firmware_crash\n    during: decode\n    at_op: 4\n"},
         DeviceFaultCase{"job_hang_decode",
                         "faults:\n  - kind: job_hang\n    during: decode\n    at_op: 3\n"},
+        DeviceFaultCase{"batch4_dma_d2h_decode",
+                        "faults:\n  - kind: dma_d2h\n    during: decode\n    at_op: 3\n",
+                        CALRT_LLM_BATCH4_CALBIN},
         DeviceFaultCase{"device_lost_decode",
                         "faults:\n  - kind: device_lost\n    during: decode\n    at_op: 4\n"}),
     [](const auto& info) { return std::string(info.param.name); });
