@@ -18,7 +18,11 @@ Result<Sequence> Sequence::create(const calrt::Calbin& calbin, uint32_t capacity
 }
 
 Sequence::Sequence(calrt::Kv kv, uint32_t capacity, std::vector<int32_t> prompt, LedgerPair ledger)
-    : kv_(std::move(kv)), capacity_(capacity), history_(std::move(prompt)), ledger_(ledger) {
+    : kv_(std::move(kv)),
+      capacity_(capacity),
+      history_(std::move(prompt)),
+      prefill_end_(static_cast<uint32_t>(history_.size())),
+      ledger_(ledger) {
   ledger_.add(&Ledger::kv_handles, 1);
   ledger_.add(&Ledger::kv_tokens, capacity_);
 }
@@ -28,6 +32,7 @@ Sequence::Sequence(Sequence&& other) noexcept
       capacity_(other.capacity_),
       history_(std::move(other.history_)),
       fed_(other.fed_),
+      prefill_end_(other.prefill_end_),
       ledger_(other.ledger_) {
   other.ledger_ = {};  // the moved-from sequence holds nothing to return
 }
@@ -43,7 +48,7 @@ Sequence::~Sequence() {
 
 std::span<const int32_t> Sequence::next_tokens(uint32_t chunk) const {
   assert(pending() > 0);
-  const uint32_t count = needs_prefill() ? std::min(chunk, pending()) : 1u;
+  const uint32_t count = needs_prefill() ? std::min(chunk, prefill_end_ - fed_) : 1u;
   return std::span<const int32_t>(history_).subspan(fed_, count);
 }
 
@@ -54,6 +59,7 @@ void Sequence::shift(uint32_t n_keep) {
                  history_.begin() + static_cast<std::ptrdiff_t>(keep + discard));
   kv_.clear();
   fed_ = 0;
+  prefill_end_ = static_cast<uint32_t>(history_.size());  // all of it is prefilled again
 }
 
 }  // namespace calrt::llm

@@ -3,9 +3,9 @@
 //
 // `history` holds every token whose KV is, or is to be, in the cache, in order: the prompt,
 // then each generated token. `fed` of them are in the KV. The next job feeds
-// history[fed, fed + count): a prefill chunk while more than one token is pending (or the
-// cache is empty), else a one-token decode step. The job that feeds the last pending token
-// gives the logits of the next one.
+// history[fed, fed + count): prefill chunks of the prompt (the calbin's chunk, the last one
+// shorter), then a one-token decode step per generated token. The job that feeds the last
+// pending token gives the logits of the next one.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ class Sequence {
   uint32_t fed() const { return fed_; }
   size_t length() const { return history_.size(); }
   uint32_t pending() const { return static_cast<uint32_t>(history_.size()) - fed_; }
-  bool needs_prefill() const { return fed_ == 0 || pending() > 1; }
+  bool needs_prefill() const { return fed_ < prefill_end_; }
   // Tokens the next job feeds, at most `chunk` of them (1 for a decode step).
   std::span<const int32_t> next_tokens(uint32_t chunk) const;
   // Whether a job feeding `count` tokens ends at the last pending one (it gives logits).
@@ -57,6 +57,7 @@ class Sequence {
   uint32_t capacity_ = 0;
   std::vector<int32_t> history_;
   uint32_t fed_ = 0;
+  uint32_t prefill_end_ = 0;  // history[0, prefill_end_) goes through the prefill model
   LedgerPair ledger_;
 };
 

@@ -180,7 +180,8 @@ TEST_F(RequestTest, SamplingIsDeterministicPerSeed) {
 TEST(Timing, EveryPhaseIsTimedByItsOwnClock) {
   auto engine = open_or_fail(config_for(kTiny));
   ASSERT_TRUE(engine);
-  Request r = greedy_request(prompt_of(300, 6, 1000), 6, true);  // two prefill chunks
+  // chunk + 1 tokens: two prefill chunks, the second of one token, never a decode step
+  Request r = greedy_request(prompt_of(257, 6, 1000), 6, true);
   const Outcome o = run_alone(*engine, r, kRunTimeout);
   ASSERT_TRUE(o.ok()) << o.error->to_string();
   const RequestTiming& t = o.timing;
