@@ -9,8 +9,12 @@
 #   share/calrt/               the scenario library, the default device config, the
 #                              vendor-shim skeleton (builds on its own against this package)
 #   share/doc/calrt/           the documentation
+#   include/calrt/llm/         the LLM adapter's headers (llm/README.md), with the one
+#                              calbin header they include
+#   lib/                       libcalrt_llm.so, the LLM adapter (calrt::llm)
 #   lib/cmake/calrt/           find_package(calrt CONFIG): calrt::abi, calrt::sim,
-#                              calrt::client, calrt::validate, calrt::calrt, calrt::simdev
+#                              calrt::client, calrt::validate, calrt::llm, calrt::calrt,
+#                              calrt::simdev
 #   lib/pkgconfig/calrt.pc     the ABI headers' flags, and the libraries' paths as variables
 # tests/install/ checks all of it from a consumer project built against an installed tree.
 include(GNUInstallDirs)
@@ -39,7 +43,17 @@ set(calrt_include_dir ${CMAKE_INSTALL_INCLUDEDIR}/calrt)
 install(FILES abi/calrt.h abi/calrt_ext.h abi/calrt.hpp abi/calrt_ext.hpp abi/calrt_loader.hpp
               abi/call_table.hpp
         DESTINATION ${calrt_include_dir}/abi COMPONENT development)
-install(TARGETS calrt_abi ${calrt_runtime_libraries} calrt simdev
+# The LLM adapter: its public headers only (contract, sequence and engine_impl are internal).
+install(FILES llm/engine.hpp llm/error.hpp llm/ledger.hpp llm/request.hpp
+        DESTINATION ${calrt_include_dir}/llm COMPONENT development)
+install(FILES llm/host/ranking.hpp llm/host/sampling.hpp llm/host/tensor_io.hpp
+        DESTINATION ${calrt_include_dir}/llm/host COMPONENT development)
+install(FILES calbin/splitmix64.hpp DESTINATION ${calrt_include_dir}/calbin
+        COMPONENT development)
+set_target_properties(calrt_llm PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION 0)
+# calrt links the adapter: found next to it once installed.
+set_target_properties(calrt PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+install(TARGETS calrt_abi ${calrt_runtime_libraries} calrt_llm calrt simdev
         EXPORT calrt_targets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime

@@ -17,6 +17,7 @@
 #include "runner/conformance/conformance_cli.hpp"
 #include "runner/core/exit_codes.hpp"
 #include "runner/core/report/envelope.hpp"
+#include "runner/generate/generate_cli.hpp"
 #include "runner/scenario/scenario_cli.hpp"
 #include "runner/smoke/smoke_cli.hpp"
 #include "runner/tools/tools_cli.hpp"
@@ -38,9 +39,9 @@ int main(int argc, char** argv) {
   for (auto add :
        {runner::add_smoke_command, runner::add_devices_command, runner::add_info_command,
         runner::add_reset_command, runner::add_check_command, runner::add_inspect_command,
-        runner::add_plan_command, runner::add_bench_command, runner::add_calibrate_command,
-        runner::add_scenario_command, runner::add_conformance_command, runner::add_replay_command,
-        runner::add_merge_command}) {
+        runner::add_plan_command, runner::add_bench_command, runner::add_generate_command,
+        runner::add_calibrate_command, runner::add_scenario_command,
+        runner::add_conformance_command, runner::add_replay_command, runner::add_merge_command}) {
     commands.push_back(add(app));
   }
 

@@ -1,5 +1,6 @@
 // Checks that a calbin agrees with the service manifest the LLM service will start from.
 #include <algorithm>
+#include <optional>
 
 #include "calbin/acceptance/check_context.hpp"
 
@@ -76,6 +77,46 @@ void check_csr_ref(const CheckContext& c, CheckResult& result, const Model& mode
   }
 }
 
+// Full rows against a decode that ranks on the device: the service's decode_top_k and the
+// model's top_ids output must agree. True when the decode is ranked (its logits binding does
+// not apply then).
+bool ranked_outputs(const CheckContext& c, CheckResult& result, const Model& model) {
+  const auto ids = std::find_if(model.outputs.begin(), model.outputs.end(),
+                                [](const TensorDesc& t) { return t.role == TensorRole::kTopIds; });
+  const std::optional<uint32_t>& declared = c.service->decode_top_k;
+  if (ids == model.outputs.end()) {
+    if (declared) {
+      fail_check(result, c.service_file + ": decode_top_k is " + std::to_string(*declared) +
+                             " but model \"" + model.name + "\" in " + c.manifest_file +
+                             " gives full logits rows (no top_ids output)");
+    }
+    return false;
+  }
+  const int64_t k = ids->shape.size() == 2 ? ids->shape[1] : 0;
+  const TensorDesc* bound = tensor_for(model, c.service->logits);
+  if (!declared && bound != nullptr && bound->role == TensorRole::kLogits) {
+    return false;  // full rows are there as well: the service reads those
+  }
+  if (!declared) {
+    fail_check(result, c.service_file +
+                           ": decode_top_k is not set (full logits rows) but model \"" +
+                           model.name + "\" in " + c.manifest_file + " ranks on the device: \"" +
+                           ids->name + "\" gives its " + std::to_string(k) + " best ids");
+  } else if (k != int64_t{*declared}) {
+    fail_check(result, c.service_file + ": decode_top_k is " + std::to_string(*declared) +
+                           " but model \"" + model.name + "\" in " + c.manifest_file +
+                           " tensor \"" + ids->name + "\" gives " + std::to_string(k) + " ids");
+  }
+  const bool values =
+      std::any_of(model.outputs.begin(), model.outputs.end(),
+                  [](const TensorDesc& t) { return t.role == TensorRole::kTopLogits; });
+  if (!values) {
+    fail_check(result, c.manifest_file + ": model \"" + model.name +
+                           "\" has a top_ids output but no top_logits output");
+  }
+  return true;
+}
+
 }  // namespace
 
 void check_service_models(const CheckContext& c, CheckResult& result) {
@@ -116,6 +157,9 @@ void check_service_dtypes(const CheckContext& c, CheckResult& result) {
     return;
   }
   for (const std::string* name : {&s.prefill_model, &s.decode_model}) {
+    if (name == &s.decode_model && s.decode_top_k) {
+      continue;  // a ranked decode has no logits row; check_service_tensors checks its outputs
+    }
     const Model* model = model_for(c, *name);
     const TensorDesc* t = model ? tensor_for(*model, s.logits) : nullptr;
     if (t != nullptr && t->dtype != *s.logits_dtype) {
@@ -136,6 +180,9 @@ void check_service_tensors(const CheckContext& c, CheckResult& result) {
     }
     check_tensor_ref(c, result, *model, "token", s.token, TensorRole::kToken);
     check_tensor_ref(c, result, *model, "position", s.position, TensorRole::kPosition);
+    if (name == &s.decode_model && ranked_outputs(c, result, *model)) {
+      continue;
+    }
     check_tensor_ref(c, result, *model, "logits", s.logits, TensorRole::kLogits);
     check_csr_ref(c, result, *model, "current", s.current);
     check_csr_ref(c, result, *model, "past_current", s.past_current);

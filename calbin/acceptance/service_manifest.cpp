@@ -210,6 +210,16 @@ Result<void> read_optionals(const Reader& reader, const YAML::Node& root, Servic
   }
   out.kv_dtype = *kv;
   out.logits_dtype = *logits;
+  if (root["decode_top_k"].IsDefined()) {
+    auto k = reader.count(root, "decode_top_k");
+    if (!k) {
+      return tl::unexpected(k.error());
+    }
+    if (*k == 0) {
+      return fail(reader.file(), "decode_top_k", "is 0; a ranked decode gives at least 1 id");
+    }
+    out.decode_top_k = *k;
+  }
   return {};
 }
 

@@ -12,6 +12,9 @@
 //   chip_mask: 3            # optional
 //   kv_dtype: bf16          # optional
 //   logits_dtype: bf16      # optional
+//   decode_top_k: 40        # optional: the decode ranks on the device and gives, per row,
+//                           # its K best ids and logits (top_ids, top_logits) instead of the
+//                           # full row; tensors.logits then binds the prefill's logits only
 //   models: {prefill: exact-prefill-name, decode: exact-decode-name}
 //   tensors: {token: inputs[0], position: inputs[1], logits: outputs[0]}
 //   csr: {current: cur_seq_len[0], past_current: past_kv_cur_seq_len[0]}
@@ -53,6 +56,7 @@ struct ServiceManifest {
   std::optional<uint32_t> chip_mask;
   std::optional<Dtype> kv_dtype;
   std::optional<Dtype> logits_dtype;
+  std::optional<uint32_t> decode_top_k;
   std::string prefill_model;
   std::string decode_model;
   TensorRef token;

@@ -1,46 +1,18 @@
-// Token sampling for `calrt bench`: greedy (argmax) or top-k with temperature, seeded.
-//
-// Every decision is a pure function of (logits, settings, stream): the stream is derived
-// from the sampling seed and the token's coordinates (run, sequence, step) rather than
-// drawn from one generator shared by all sequences, so the tokens do not depend on the
-// order in which sync and parallel mode happen to interleave sequences. Numeric checks use
-// greedy; top-k exists to time a realistic sampler.
+// Token sampling (greedy, top-k, top-p with temperature, seeded). The sampler lives in the
+// adapter library (llm/host/sampling.hpp) so that `bench` and a service draw the same token
+// from the same row; the runner names it as its own.
 #pragma once
 
-#include <cstdint>
-#include <initializer_list>
-#include <span>
-
-#include "calbin/splitmix64.hpp"
+#include "llm/host/sampling.hpp"
 
 namespace runner {
 
-enum class SamplingMethod { greedy, top_k };
-const char* to_string(SamplingMethod method);
-
-struct SamplingConfig {
-  SamplingMethod method = SamplingMethod::greedy;
-  uint32_t top_k = 40;       // candidates kept by top-k (clipped to the vocabulary)
-  double temperature = 1.0;  // > 0; divides the logits before the softmax over the top k
-  uint64_t seed = 0;
-};
-
-// Prompts and sampling draw from SplitMix64, so that one seed reproduces a run anywhere.
-using calbin::SplitMix64;
-
-// A stream seed for the coordinates `keys` under `seed`: each key is folded in through
-// SplitMix64, so neighbouring coordinates give unrelated streams.
-uint64_t derive_stream(uint64_t seed, std::initializer_list<uint64_t> keys);
-
-// The next token: the argmax (lowest id on ties) for greedy; for top-k, one draw from the
-// softmax of the k largest logits divided by the temperature, using `stream`. NaN logits
-// never win; an empty span gives -1.
-int32_t sample_token(std::span<const float> logits, const SamplingConfig& config, uint64_t stream);
-
-// The draw of top-k sampling alone, for a caller that has the candidates already (ranked on
-// the device, or by read_row_pick while converting the row): `ranked` are their logits, best
-// first; the index of the one drawn from the softmax of ranked / temperature. The same draw
-// as sample_token makes over the same candidates; empty gives 0.
-size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_t stream);
+using calrt::llm::derive_stream;
+using calrt::llm::draw_candidate;
+using calrt::llm::sample_token;
+using calrt::llm::SamplingConfig;
+using calrt::llm::SamplingMethod;
+using calrt::llm::SplitMix64;
+using calrt::llm::to_string;
 
 }  // namespace runner

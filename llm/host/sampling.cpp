@@ -1,12 +1,12 @@
-#include "runner/core/sampling.hpp"
+#include "llm/host/sampling.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "runner/core/metrics.hpp"
+#include "llm/host/ranking.hpp"
 
-namespace runner {
+namespace calrt::llm {
 
 const char* to_string(SamplingMethod method) {
   return method == SamplingMethod::top_k ? "top-k" : "greedy";
@@ -37,10 +37,11 @@ int32_t sample_token(std::span<const float> logits, const SamplingConfig& config
   std::vector<float> ranked;
   ranked.reserve(ids.size());
   for (const int32_t id : ids) ranked.push_back(logits[static_cast<size_t>(id)]);
-  return ids[draw_candidate(ranked, config.temperature, stream)];
+  return ids[draw_candidate(ranked, config.temperature, stream, config.top_p)];
 }
 
-size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_t stream) {
+size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_t stream,
+                      double top_p) {
   if (ranked.empty()) {
     return 0;
   }
@@ -56,6 +57,18 @@ size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_
   }
   if (!(total > 0.0)) {
     return 0;  // every candidate NaN: fall back to the best ranked
+  }
+  if (top_p < 1.0) {
+    // The candidates are best first, so the nucleus is a prefix: keep weights until their
+    // share reaches top_p, zero the rest, and draw from what is kept.
+    double kept = 0.0;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (kept >= top_p * total) {
+        weights[i] = 0.0;
+      }
+      kept += weights[i];
+    }
+    total = kept;
   }
   SplitMix64 draw(stream);
   const double target = draw.uniform() * total;
@@ -75,4 +88,4 @@ size_t draw_candidate(std::span<const float> ranked, double temperature, uint64_
   return 0;
 }
 
-}  // namespace runner
+}  // namespace calrt::llm

@@ -1,4 +1,4 @@
-#include "runner/core/tensor_io.hpp"
+#include "llm/host/tensor_io.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,9 +11,9 @@
 
 #include "calbin/bf16.hpp"
 #include "calbin/layout.hpp"
-#include "runner/core/metrics.hpp"
+#include "llm/host/ranking.hpp"
 
-namespace runner {
+namespace calrt::llm {
 namespace {
 
 std::runtime_error desc_error(const calrt::TensorDesc& desc, const std::string& what) {
@@ -606,4 +606,4 @@ void write_column_i32(std::span<std::byte> mapped, const calrt::TensorDesc& desc
       });
 }
 
-}  // namespace runner
+}  // namespace calrt::llm
