@@ -30,17 +30,20 @@ inline void widen_bf16_16(const std::byte* __restrict src, float* __restrict dst
   }
 }
 
-// ThreadSanitizer instruments the clones' resolver, which the dynamic loader runs before the
-// TSan runtime has started: every binary linking this file would crash before main.
-#if defined(__SANITIZE_THREAD__)
-#define CALRT_TSAN_BUILD 1
+// A sanitizer instruments the clones' resolver, which the dynamic loader runs while it
+// relocates this shared library, before the sanitizer's runtime has started: under
+// ThreadSanitizer or AddressSanitizer every binary linking the library would crash before
+// main (seen under ASan once the library became libcalrt_llm.so, loaded at start-up).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CALRT_SANITIZER_BUILD 1
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CALRT_TSAN_BUILD 1
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define CALRT_SANITIZER_BUILD 1
 #endif
 #endif
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CALRT_TSAN_BUILD)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(CALRT_SANITIZER_BUILD)
 // Baseline x86-64 has 16-byte SSE2 only; an AVX2 clone, picked at load time where the CPU has
 // it, converts twice as many values per instruction.
 #define CALRT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))

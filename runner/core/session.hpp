@@ -7,6 +7,7 @@
 #include <string>
 
 #include "abi/calrt.hpp"
+#include "llm/model_binding.hpp"
 #include "runner/core/baseline.hpp"
 #include "runner/core/device/device_select.hpp"
 #include "runner/core/host_inputs.hpp"
@@ -16,31 +17,11 @@
 
 namespace runner {
 
-// One model as the smoke drives it: its descriptor, which tensor and CSR indices carry the
-// tokens, positions, logits and sequence lengths (found by role and by name, never by
-// position), and its input/output buffers.
-struct ModelIo {
-  calrt::ModelDesc desc;
-  uint32_t token_input = 0;
-  uint32_t position_input = 0;
-  uint32_t logits_output = 0;
-  // A decode that ranks on the device (calrt.h, CALRT_ROLE_TOP_IDS) gives each row's top_k
-  // best ids and their logits instead of the full row; 0 for a full row.
-  uint32_t top_k = 0;
-  uint32_t top_ids_output = 0;
-  uint32_t top_logits_output = 0;
-  uint32_t cur_seq_len_csr = 0;
-  uint32_t past_kv_csr = 0;
+// One model as the smoke drives it: the adapter's binding of its tensors and CSRs
+// (llm/model_binding.hpp) and its input/output buffers.
+struct ModelIo : calrt::llm::ModelBinding {
   calrt::Buffer input;
   calrt::Buffer output;
-
-  const std::string& name() const { return desc.name; }
-  const calrt::TensorDesc& token() const { return desc.inputs[token_input]; }
-  const calrt::TensorDesc& position() const { return desc.inputs[position_input]; }
-  const calrt::TensorDesc& logits() const { return desc.outputs[logits_output]; }
-  const calrt::TensorDesc& top_ids() const { return desc.outputs[top_ids_output]; }
-  const calrt::TensorDesc& top_logits() const { return desc.outputs[top_logits_output]; }
-  bool ranked() const { return top_k > 0; }
 };
 
 struct Session {
